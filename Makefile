@@ -1,0 +1,54 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Both bootstrap what they need.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTHON ?= python3
+APT_PACKAGES := bubblewrap postgresql git util-linux
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bootstrap system-packages lint typecheck actionlint unit clean
+
+demo: bootstrap
+	$(VENV)/bin/evalbot demo
+
+test: bootstrap lint typecheck actionlint unit
+
+bootstrap: system-packages $(STAMP)
+
+# Debian packages the sandboxes and the store tests need; installed only when run as root and missing.
+system-packages:
+	@missing=""; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	command -v git >/dev/null || missing="$$missing git"; \
+	command -v setpriv >/dev/null || missing="$$missing util-linux"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "missing Debian packages:$$missing (run as root, or install them)"; exit 1; \
+	  fi; \
+	fi
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+lint:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck:
+	$(VENV)/bin/mypy
+
+actionlint:
+	$(VENV)/bin/actionlint .github/workflows/*.yml
+
+unit:
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider
+
+clean:
+	rm -rf $(VENV) .evalbot .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Scheduled jobs and deployment: prewarm, Vault -> provider secret sync, images."""

@@ -1,0 +1,29 @@
+"""Catalog: the vocabulary of DESIGN.md section 2 as pydantic models, and their loaders."""
+
+from workflows.catalog.errors import CatalogError
+from workflows.catalog.models import (
+    AgentRepoConfig,
+    ArmSpec,
+    Case,
+    CellRef,
+    Criterion,
+    Dataset,
+    ExperimentSpec,
+    GraderKind,
+    Rubric,
+    World,
+)
+
+__all__ = [
+    "AgentRepoConfig",
+    "ArmSpec",
+    "CatalogError",
+    "Case",
+    "CellRef",
+    "Criterion",
+    "Dataset",
+    "ExperimentSpec",
+    "GraderKind",
+    "Rubric",
+    "World",
+]

@@ -1,0 +1,178 @@
+"""The sandbox provider contract. Every provider (local, process, modal) implements it and passes
+the same conformance suite (tests/workflows/providers/test_conformance.py).
+
+A sandbox is laid out as DESIGN.md section 4 says, at these paths inside it:
+
+    /repo   the built agent repository at the arm's commit (read-only)
+    /world  a private, writable copy of the case's world
+    /case   case.json and attachments (read-only)
+    /out    where the agent writes answer.md / answer.json, transcript.jsonl, usage.json
+
+Providers that cannot mount at those paths (the `process` provider) expose the real locations to the
+agent as EVALBOT_REPO_DIR, EVALBOT_WORLD_DIR, EVALBOT_CASE_DIR and EVALBOT_OUT_DIR; every provider
+sets these variables, so agents should read them (falling back to the fixed paths).
+
+Errors: every method raises a subclass of SandboxError; nothing else escapes a provider.
+
+`Sandbox.start(command)` runs the service's in-sandbox runner (workflows/providers/runner.py, stdlib
+only), which runs `command` (a shell string, /bin/sh -c) as the unprivileged agent user with
+/repo as working directory, enforces `limits.wall_timeout_s`, caps /out/stdout.log and
+/out/stderr.log at `limits.stdout_limit_mb` each (killing the agent when exceeded), and keeps
+/out/.state.json, rewritten atomically (write + rename):
+
+    {"status": "running" | "finished", "pid": int, "started_at": float (epoch s),
+     "finished_at": float | null, "exit_code": int | null, "signal": int | null,
+     "termination": null | "timeout" | "output_limit" | "killed"}
+
+`status` is "finished" exactly once, after the agent and all its children are gone. A state file
+that says "running" while the sandbox has no live runner means the runner died (e.g. the worker
+host lost the sandbox); the execute stage then reruns or fails the cell.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+
+class SandboxError(Exception):
+    """Base class: an infrastructure problem, never the agent's fault."""
+
+
+class SandboxCreateError(SandboxError):
+    """The sandbox could not be created (bad image, provider refused, out of capacity)."""
+
+
+class SandboxNotFound(SandboxError):
+    """`attach` found no sandbox with that id (terminated, expired, or never created)."""
+
+
+class SandboxFileError(SandboxError):
+    """A file could not be read or written (missing, too large, or outside the allowed roots)."""
+
+
+class SandboxRateLimited(SandboxError):
+    """The provider asked us to slow down; retry with backoff."""
+
+
+class ProviderRefused(SandboxError):
+    """The provider refuses to run in this configuration (e.g. `process` not explicitly allowed)."""
+
+
+class FileKind(StrEnum):
+    FILE = "file"
+    DIR = "dir"
+    SYMLINK = "symlink"
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    path: str  # relative to the listed root, posix
+    kind: FileKind
+    size: int
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+
+
+@dataclass(frozen=True)
+class ResourceLimits:
+    cpu: float = 1.0
+    memory_mb: int = 2048
+    pids: int = 256
+    file_size_mb: int = 512
+    disk_mb: int = 1024
+    wall_timeout_s: int = 1800
+    stdout_limit_mb: int = 16
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """What a run's sandbox is made of. `image` is provider-specific: for `local` and `process`
+    the path of a built checkout; for `modal` an image reference."""
+
+    run_id: str
+    image: str
+    world_dir: Path
+    case_files: dict[str, bytes]  # name -> content, placed under /case
+    limits: ResourceLimits = field(default_factory=ResourceLimits)
+    env: dict[str, str] = field(default_factory=dict)
+    allow_domains: tuple[str, ...] = ()
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResourceUsage:
+    cpu_seconds: float = 0.0
+    peak_memory_mb: float = 0.0
+    wall_seconds: float = 0.0
+    oom_killed: bool = False  # the memory limit killed a process
+    pids_limit_hit: bool = False  # a fork was refused by the process limit
+
+
+class Sandbox(abc.ABC):
+    """A handle on one created sandbox. Safe to re-obtain with `SandboxProvider.attach(id)`."""
+
+    id: str
+
+    @abc.abstractmethod
+    async def start(self, command: str, env: dict[str, str] | None = None) -> None:
+        """Start the runner on `command` in the background and return at once (see module doc)."""
+
+    @abc.abstractmethod
+    async def exec(self, command: list[str], timeout_s: float = 60) -> ExecResult:
+        """Run a short command to completion inside the sandbox (bounded output)."""
+
+    @abc.abstractmethod
+    async def read_file(self, path: str, max_bytes: int = 1 << 20) -> bytes:
+        """Read a file at a sandbox path (e.g. `/out/.state.json`); SandboxFileError if too large."""
+
+    @abc.abstractmethod
+    async def write_file(self, path: str, data: bytes) -> None: ...
+
+    @abc.abstractmethod
+    def iter_file(self, path: str, chunk_size: int = 1 << 16) -> AsyncIterator[bytes]:
+        """Stream a file in chunks, never holding it whole in memory."""
+
+    @abc.abstractmethod
+    async def list_files(self, root: str) -> list[FileInfo]:
+        """Everything below `root` without following symlinks."""
+
+    @abc.abstractmethod
+    async def usage(self) -> ResourceUsage: ...
+
+    @abc.abstractmethod
+    async def runner_alive(self) -> bool:
+        """Whether the runner started by `start` is still running."""
+
+    @abc.abstractmethod
+    async def terminate(self) -> None:
+        """Kill everything in the sandbox and free it. Idempotent."""
+
+
+class SandboxProvider(abc.ABC):
+    name: str
+
+    @abc.abstractmethod
+    async def create(self, spec: SandboxSpec) -> Sandbox: ...
+
+    @abc.abstractmethod
+    async def attach(self, sandbox_id: str) -> Sandbox:
+        """Re-obtain a sandbox created earlier (possibly by a worker that has since died)."""
+
+    @abc.abstractmethod
+    async def build_image(self, source_repo: Path, commit: str, setup: str) -> str:
+        """Check out `commit` of `source_repo`, run `setup` in a sandbox at /repo, and return an
+        image reference usable as SandboxSpec.image. Cached per (repo, commit): building the same
+        commit twice, even concurrently, builds once."""

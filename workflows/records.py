@@ -1,0 +1,88 @@
+"""Plain records passed between stages, the store, scoring and the report.
+
+They carry ids, numbers and short text only — never transcripts (those live in the blob store).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RunStatus(StrEnum):
+    """A run ends `scored` or with an explicit error class; errors are never scored as zero."""
+
+    SCORED = "scored"
+    AGENT_ERROR = "agent_error"  # the agent exited non-zero or crashed
+    TIMEOUT = "timeout"  # the agent exceeded run.timeout_s
+    OUT_OF_MEMORY = "out_of_memory"  # killed by the memory limit
+    RESOURCE_LIMIT = "resource_limit"  # process, file-size, disk or output limit hit
+    OUTPUT_ERROR = "output_error"  # finished but produced no readable answer
+    SANDBOX_ERROR = "sandbox_error"  # infrastructure: the sandbox could not start or died
+    JUDGE_ERROR = "judge_error"  # infrastructure: a grader could not grade
+    CANCELLED = "cancelled"
+
+    @property
+    def is_infra(self) -> bool:
+        return self in {RunStatus.SANDBOX_ERROR, RunStatus.JUDGE_ERROR, RunStatus.CANCELLED}
+
+    @property
+    def is_error(self) -> bool:
+        return self is not RunStatus.SCORED
+
+
+class CriterionScore(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    grader: str
+    weight: float
+    score: float | None = Field(None, description="In [0, 1]; None = not judged (no judge).")
+    rationale: str = ""
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class RunResult(BaseModel):
+    """The stored outcome of one cell. Saving the same `run_id` twice changes nothing."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    experiment_id: str
+    case_id: str
+    arm: str
+    trial: int
+    seed: int
+    status: RunStatus
+    error: str = Field("", description="One sentence on what went wrong, for error statuses.")
+    score: float | None = None
+    criteria: tuple[CriterionScore, ...] = ()
+    usage: Usage = Field(default_factory=Usage)
+    wall_s: float = 0.0
+    exit_code: int | None = None
+    # What makes the run reproducible:
+    provider: str = ""
+    image: str = Field("", description="Prewarmed image reference or built commit.")
+    commit: str = ""
+    limits: dict[str, Any] = Field(default_factory=dict)
+    world_version: str = ""
+    evalbot_version: str = ""
+    outputs_ref: str = Field("", description="Blob-store prefix holding the run's collected /out.")
+
+
+def weighted_score(criteria: tuple[CriterionScore, ...] | list[CriterionScore]) -> float | None:
+    """The run's score: weighted mean over the criteria that were graded."""
+    graded = [c for c in criteria if c.score is not None]
+    total = sum(c.weight for c in graded)
+    if not graded or total <= 0:
+        return None
+    return sum(c.weight * (c.score or 0.0) for c in graded) / total

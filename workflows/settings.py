@@ -1,0 +1,66 @@
+"""All configuration in one pydantic-settings class, read from `EVALBOT_*` environment variables.
+
+Build a `Settings` once at the edge (CLI, worker, web app) and pass it down; nothing reads the
+environment at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="EVALBOT_", extra="ignore")
+
+    data_dir: Path = Field(Path(".evalbot"), description="State: database, blobs, images, sandboxes.")
+    catalog_root: Path = Field(Path("."), description="Folder holding worlds/ and datasets/.")
+    database_url: str | None = Field(None, description="SQLAlchemy URL; SQLite in data_dir if unset.")
+
+    temporal_address: str | None = Field(
+        None, description="host:port of a Temporal cluster; unset = start the embedded dev server."
+    )
+    temporal_namespace: str = "default"
+    run_task_queue: str = "evalbot-runs"
+    collect_task_queue: str = "evalbot-collect"
+    score_task_queue: str = "evalbot-score"
+
+    provider: str = Field("local", description="Sandbox provider: local, process or modal.")
+    allow_process_provider: bool = Field(
+        False, description="The process provider runs agents unisolated; it must be chosen on purpose."
+    )
+    max_concurrent_runs: int = Field(0, description="Sandboxes per worker; 0 = what the machine holds.")
+    max_concurrent_collect: int = Field(2, description="Collect activities per worker (large I/O).")
+    max_concurrent_score: int = Field(4, description="Score activities per worker.")
+    poll_interval_s: float = Field(1.0, description="How often execute polls /out/.state.json.")
+    children_per_batch: int = Field(
+        500, description="RunWorkflows an ExperimentWorkflow keeps pending at once (<= ~1,000)."
+    )
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'evalbot.db').resolve()}"
+
+    @property
+    def blob_dir(self) -> Path:
+        return self.data_dir / "blobs"
+
+    @property
+    def sandbox_dir(self) -> Path:
+        return self.data_dir / "sandboxes"
+
+    @property
+    def image_dir(self) -> Path:
+        return self.data_dir / "images"
+
+    @property
+    def worker_run_slots(self) -> int:
+        """Concurrent sandboxes per worker: the setting, or one per core plus one."""
+        if self.max_concurrent_runs > 0:
+            return self.max_concurrent_runs
+        return (os.cpu_count() or 1) + 1
