@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -40,6 +41,37 @@ class Settings(BaseSettings):
         500, description="RunWorkflows an ExperimentWorkflow keeps pending at once (<= ~1,000)."
     )
 
+    # Secrets: Vault -> provider secret groups (infra/secrets, docs/secrets.md).
+    vault_addr: str | None = Field(None, description="Vault/OpenBao URL, e.g. https://vault:8200.")
+    vault_auth_method: Literal["token", "approle", "jwt"] = Field(
+        "token", description="How the secret sync logs in to Vault."
+    )
+    vault_auth_mount: str | None = Field(
+        None, description="Mount path of the auth method; unset = the method's name."
+    )
+    vault_token: SecretStr | None = Field(None, description="Vault token (auth method token).")
+    vault_role_id: str | None = Field(None, description="AppRole role_id (auth method approle).")
+    vault_secret_id: SecretStr | None = Field(None, description="AppRole secret_id.")
+    vault_role: str | None = Field(None, description="Vault role to log in as (auth method jwt).")
+    vault_jwt: SecretStr | None = Field(
+        None, description="JWT for jwt login; unset = GitHub Actions OIDC token."
+    )
+    vault_jwt_audience: str | None = Field(
+        None, description="Audience requested for the GitHub Actions OIDC token."
+    )
+    vault_ca_cert: str | None = Field(None, description="CA bundle to verify Vault's TLS cert.")
+    vault_timeout_s: float = Field(10.0, gt=0, description="Per-request timeout talking to Vault.")
+    secrets_mapping_path: Path = Field(
+        Path("infra/secrets.toml"), description="The reviewed Vault -> secret group mapping."
+    )
+    secrets_sink: str = Field("local", description="Where synced groups go: local (or modal).")
+    secrets_stale_after_s: int = Field(
+        7200, gt=0, description="`secrets status` flags groups not synced for this long."
+    )
+    secrets_fingerprint_key: SecretStr | None = Field(
+        None, description="HMAC key for value fingerprints; unset = a key kept in data_dir."
+    )
+
     @property
     def resolved_database_url(self) -> str:
         if self.database_url:
@@ -57,6 +89,11 @@ class Settings(BaseSettings):
     @property
     def image_dir(self) -> Path:
         return self.data_dir / "images"
+
+    @property
+    def secrets_dir(self) -> Path:
+        """The local secret store (mode 0700), readable only by the service."""
+        return self.data_dir / "secrets"
 
     @property
     def worker_run_slots(self) -> int:
