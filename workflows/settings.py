@@ -72,6 +72,37 @@ class Settings(BaseSettings):
         None, description="HMAC key for value fingerprints; unset = a key kept in data_dir."
     )
 
+    # GitHub bot (bot/, docs/github-bot.md).
+    github_webhook_secret: SecretStr | None = Field(
+        None, description="Secret GitHub signs webhook deliveries with (X-Hub-Signature-256)."
+    )
+    github_api_url: str = Field(
+        "https://api.github.com", description="REST API base URL; Enterprise: https://HOST/api/v3."
+    )
+    github_token: SecretStr | None = Field(
+        None, description="Personal access token (local use); unset = authenticate as a GitHub App."
+    )
+    github_app_id: str | None = Field(None, description="GitHub App id (production).")
+    github_private_key: SecretStr | None = Field(None, description="GitHub App private key (PEM).")
+    github_private_key_path: Path | None = Field(
+        None, description="File holding the GitHub App private key (PEM), if not given inline."
+    )
+    github_bot_login: str | None = Field(
+        None, description="Login the bot posts as (e.g. evalbot[bot]); unset = asked from GitHub."
+    )
+    github_check_runs: bool = Field(
+        True, description="Mirror experiments as Check Runs (needs a GitHub App, not a PAT)."
+    )
+    github_timeout_s: int = Field(15, gt=0, description="Per-request timeout talking to GitHub.")
+    public_url: str | None = Field(
+        None, description="Base URL of the dashboard, for 'details' links in PR comments."
+    )
+    max_trials: int = Field(10, ge=1, description="Largest --trials a /eval command may ask for.")
+    max_cases: int = Field(200, ge=1, description="Most cases one /eval experiment may select.")
+    max_body_bytes: int = Field(
+        5 * 1024 * 1024, gt=0, description="Largest webhook body accepted (413 above)."
+    )
+
     @property
     def resolved_database_url(self) -> str:
         if self.database_url:
