@@ -1,0 +1,1 @@
+"""One module per family of graders; `workflows.scoring.registry` maps each GraderKind to one."""
