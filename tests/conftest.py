@@ -9,6 +9,8 @@ import pytest
 
 from workflows.settings import Settings
 
+pytest_plugins = ["tests.support.postgres"]  # postgres_server / postgres_url fixtures
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
 SHARED_WEBHOOKS = REPO_ROOT.parent / "shared" / "fixtures" / "github-webhooks"

@@ -1,0 +1,1 @@
+"""One file per revision, named `NNNN_slug.py`; Alembic skips this __init__."""

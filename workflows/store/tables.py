@@ -1,0 +1,128 @@
+"""The sqlmodel tables, named by role. Their metadata is what the migrations must produce.
+
+Tables share a private `MetaData` (not `SQLModel.metadata`) with a naming convention, so constraint
+and index names are the same on SQLite and PostgreSQL and other sqlmodel users cannot leak tables
+into the migrations.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, DateTime, Index, MetaData, String, Text
+from sqlmodel import Field, SQLModel
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class StoreModel(SQLModel):
+    """Base of every evalbot table."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _timestamp(*, nullable: bool = False, index: bool = False) -> Any:
+    return Field(default=None if nullable else ..., sa_type=DateTime(timezone=True), index=index)
+
+
+class ExperimentRow(StoreModel, table=True):
+    """One experiment. `spec` is the full ExperimentSpec; the other columns are for querying."""
+
+    __tablename__ = "experiments"
+
+    id: str = Field(primary_key=True, sa_type=String)
+    repo: str = Field(sa_type=Text)
+    dataset: str = Field(sa_type=String, index=True)
+    spec: dict[str, Any] = Field(sa_type=JSON)
+    status: str = Field(sa_type=String(32), index=True)
+    trigger: str = Field(sa_type=String)
+    labels: dict[str, Any] = Field(sa_type=JSON)
+    created_at: datetime = _timestamp(index=True)
+    finished_at: datetime | None = _timestamp(nullable=True)
+
+
+class ArmRow(StoreModel, table=True):
+    """One arm of an experiment: a harness at a commit plus a config."""
+
+    __tablename__ = "arms"
+
+    experiment_id: str = Field(
+        primary_key=True, sa_type=String, foreign_key="experiments.id", ondelete="CASCADE"
+    )
+    name: str = Field(primary_key=True, sa_type=String)
+    ref: str = Field(sa_type=Text)
+    commit: str = Field(sa_type=String)
+    config: dict[str, Any] = Field(sa_type=JSON)
+
+
+class RunRow(StoreModel, table=True):
+    """One cell's outcome. `content_hash` fingerprints the RunResult so a resave is a no-op."""
+
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_cell", "experiment_id", "case_id", "arm", "trial"),)
+
+    run_id: str = Field(primary_key=True, sa_type=String)
+    experiment_id: str = Field(sa_type=String, foreign_key="experiments.id", ondelete="CASCADE")
+    case_id: str = Field(sa_type=String)
+    arm: str = Field(sa_type=String)
+    trial: int
+    seed: int = Field(sa_type=BigInteger)
+    status: str = Field(sa_type=String(32))
+    error: str = Field(sa_type=Text)
+    score: float | None = None
+    input_tokens: int = Field(sa_type=BigInteger)
+    output_tokens: int = Field(sa_type=BigInteger)
+    cost_usd: float
+    wall_s: float
+    exit_code: int | None = None
+    provider: str = Field(sa_type=String)
+    image: str = Field(sa_type=Text)
+    commit: str = Field(sa_type=String)
+    limits: dict[str, Any] = Field(sa_type=JSON)
+    world_version: str = Field(sa_type=String)
+    evalbot_version: str = Field(sa_type=String)
+    outputs_ref: str = Field(sa_type=Text)
+    content_hash: str = Field(sa_type=String(64))
+    created_at: datetime = _timestamp()
+    updated_at: datetime = _timestamp()
+
+
+class CriterionScoreRow(StoreModel, table=True):
+    """One criterion's score in one run; `position` keeps the rubric's order."""
+
+    __tablename__ = "criterion_scores"
+
+    run_id: str = Field(
+        primary_key=True, sa_type=String, foreign_key="runs.run_id", ondelete="CASCADE"
+    )
+    name: str = Field(primary_key=True, sa_type=String)
+    position: int
+    grader: str = Field(sa_type=String)
+    weight: float
+    score: float | None = None
+    rationale: str = Field(sa_type=Text)
+
+
+class WebhookDeliveryRow(StoreModel, table=True):
+    """A GitHub webhook delivery already handled (X-GitHub-Delivery), for de-duplication."""
+
+    __tablename__ = "webhook_deliveries"
+
+    delivery_id: str = Field(primary_key=True, sa_type=String)
+    event: str = Field(sa_type=String)
+    received_at: datetime = _timestamp()
+
+
+metadata = StoreModel.metadata
+experiments = metadata.tables["experiments"]
+arms = metadata.tables["arms"]
+runs = metadata.tables["runs"]
+criterion_scores = metadata.tables["criterion_scores"]
+webhook_deliveries = metadata.tables["webhook_deliveries"]
