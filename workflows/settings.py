@@ -37,8 +37,8 @@ class Settings(BaseSettings):
     max_concurrent_collect: int = Field(2, description="Collect activities per worker (large I/O).")
     max_concurrent_score: int = Field(4, description="Score activities per worker.")
     poll_interval_s: float = Field(1.0, description="How often execute polls /out/.state.json.")
-    children_per_batch: int = Field(
-        500, description="RunWorkflows an ExperimentWorkflow keeps pending at once (<= ~1,000)."
+    experiment_parallelism: int = Field(
+        500, description="RunWorkflows an experiment keeps in flight at once (<= ~1,000)."
     )
 
     # Secrets: Vault -> provider secret groups (infra/secrets, docs/secrets.md).

@@ -1,7 +1,227 @@
-"""`evalbot run | status | results | worker | demo` — the engine's commands (filled in by the engine)."""
+"""`evalbot run | status | results | worker` — experiments from the command line.
+
+Exit codes: 0 done (errored cells are part of a result, shown apart), 1 the experiment could not be
+run or finish, 2 bad input (unknown dataset, bad flag). `--json` prints one JSON document on stdout.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 import click
 
-COMMANDS: list[click.Command] = []
+from bot import composition
+from bot.progress import ProgressDisplay
+from bot.render import render_markdown
+from workflows.catalog.errors import CatalogError, UnknownNameError
+from workflows.catalog.models import ExperimentSpec
+from workflows.engine import client as engine_client
+from workflows.engine.devserver import DevServerError
+from workflows.engine.planning import PlanError, parse_arm, parse_settings, plan_experiment
+from workflows.engine.planning import resolve_arms as resolve_arm_refs
+from workflows.engine.repos import RepoError
+from workflows.report import ExperimentReport, build_report
+from workflows.settings import Settings
+from workflows.store import Store, StoreError
+
+USER_ERRORS = (UnknownNameError, CatalogError, PlanError, RepoError)
+RUNTIME_ERRORS = (StoreError, DevServerError, RuntimeError, OSError)
+
+
+class UserError(click.ClickException):
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"evalbot: error: {self.format_message()}", err=True)
+
+
+class RunError(UserError):
+    exit_code = 1
+
+
+@contextmanager
+def one_sentence_errors() -> Iterator[None]:
+    """Known failures become one sentence and an exit code, never a traceback."""
+    try:
+        yield
+    except USER_ERRORS as error:
+        raise UserError(str(error)) from None
+    except RUNTIME_ERRORS as error:
+        raise RunError(str(error)) from None
+
+
+def _split_multi(values: tuple[str, ...]) -> list[str]:
+    return [part for value in values for part in value.split(",") if part]
+
+
+def _arms(base: str | None, head: str | None, arms: tuple[str, ...], sets: dict[str, str]) -> list[
+    tuple[str, str, dict[str, str]]
+]:
+    parsed = [parse_arm(text) for text in arms]
+    if base or head:
+        if not (base and head):
+            raise PlanError("--base and --head go together (or use --arm NAME=REF, repeated)")
+        parsed = [("base", base, {}), ("head", head, {}), *parsed]
+    if not parsed:
+        raise PlanError("say what to compare: --base REF --head REF, or --arm NAME=REF (repeated)")
+    return [(name, ref, {**sets, **config}) for name, ref, config in parsed]
+
+
+@click.command("run")
+@click.option("--repo", default=".", show_default=True, help="Agent repository (path or URL).")
+@click.option("--dataset", required=True, help="Dataset name (see datasets/).")
+@click.option("--base", help="Base ref: the first arm, the one others are compared with.")
+@click.option("--head", help="Head ref: the arm under test.")
+@click.option("--arm", "arms", multiple=True, help="NAME=REF[,key=value...]; repeatable.")
+@click.option("--trials", type=click.IntRange(1, 100), help="Trials per case and arm.")
+@click.option("--cases", multiple=True, help="Case ids or tag:T (comma-separated, repeatable).")
+@click.option("--set", "sets", multiple=True, help="key=value config for every arm; repeatable.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--max-parallel", type=click.IntRange(1, 1000), help="Runs in flight at once.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def run_command(
+    settings: Settings,
+    repo: str,
+    dataset: str,
+    base: str | None,
+    head: str | None,
+    arms: tuple[str, ...],
+    trials: int | None,
+    cases: tuple[str, ...],
+    sets: tuple[str, ...],
+    seed: int,
+    max_parallel: int | None,
+    as_json: bool,
+) -> None:
+    """Run DATASET for each arm and print the diff table (each arm against the first)."""
+    with one_sentence_errors():
+        arm_specs = resolve_arm_refs(
+            settings, repo, _arms(base, head, arms, parse_settings(_split_multi(sets)))
+        )
+        spec = plan_experiment(
+            settings,
+            repo=repo,
+            dataset=dataset,
+            arms=arm_specs,
+            trials=trials,
+            case_selectors=_split_multi(cases),
+            seed=seed,
+        )
+        store = composition.open_store(settings)
+        report = asyncio.run(run_experiment(settings, store, spec, max_parallel, quiet=as_json))
+    _print_report(report, as_json)
+
+
+async def run_experiment(
+    settings: Settings,
+    store: Store,
+    spec: ExperimentSpec,
+    max_parallel: int | None = None,
+    *,
+    quiet: bool = False,
+) -> ExperimentReport:
+    """Start the experiment, show progress until it ends, and build its report."""
+    async with composition.session(settings, store) as active:
+        await engine_client.start_experiment(
+            active.client, settings, spec, max_parallel=max_parallel
+        )
+        display = ProgressDisplay(spec.experiment_id, enabled=not quiet)
+        with display:
+            while True:
+                progress = await engine_client.get_progress(active.client, spec.experiment_id)
+                display.update(progress)
+                if progress.done:
+                    break
+                await asyncio.sleep(0.5)
+    return build_report(spec, store.list_runs(spec.experiment_id))
+
+
+def _print_report(report: ExperimentReport, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(report.model_dump(mode="json"), indent=2))
+    else:
+        click.echo(render_markdown(report))
+
+
+def _load(settings: Settings, experiment_id: str) -> tuple[Store, ExperimentSpec]:
+    store = composition.open_store(settings)
+    record = store.get_experiment(experiment_id)
+    if record is None:
+        known = [r.spec.experiment_id for r in store.list_experiments(limit=5)]
+        hint = f"; recent: {', '.join(known)}" if known else ""
+        raise UserError(f"no experiment '{experiment_id}'{hint}")
+    return store, record.spec
+
+
+@click.command("status")
+@click.argument("experiment_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def status_command(settings: Settings, experiment_id: str, as_json: bool) -> None:
+    """Show an experiment's state and its cells by outcome."""
+    with one_sentence_errors():
+        store, spec = _load(settings, experiment_id)
+        record = store.get_experiment(experiment_id)
+        counts = store.count_runs(experiment_id)
+    total = len(spec.cells())
+    status = {
+        "experiment_id": experiment_id,
+        "status": record.status if record else "unknown",
+        "cells": total,
+        "finished": sum(counts.values()),
+        "by_status": counts,
+    }
+    if as_json:
+        click.echo(json.dumps(status, indent=2))
+        return
+    by_status = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none yet"
+    click.echo(f"{experiment_id}: {status['status']}; {status['finished']}/{total} cells finished")
+    click.echo(f"  results: {by_status}")
+
+
+@click.command("results")
+@click.argument("experiment_id")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def results_command(settings: Settings, experiment_id: str, as_json: bool) -> None:
+    """Print an experiment's diff table (partial while it is running)."""
+    with one_sentence_errors():
+        store, spec = _load(settings, experiment_id)
+        report = build_report(spec, store.list_runs(experiment_id))
+    _print_report(report, as_json)
+
+
+@click.command("worker")
+@click.option(
+    "--role",
+    "roles",
+    multiple=True,
+    type=click.Choice(["runs", "collect", "score"]),
+    help="Task-queue roles to serve (default: all).",
+)
+@click.pass_obj
+def worker_command(settings: Settings, roles: tuple[str, ...]) -> None:
+    """Run workers against EVALBOT_TEMPORAL_ADDRESS (or, unset, the embedded dev server, which
+    resumes any experiment left unfinished) until interrupted."""
+    with one_sentence_errors():
+        store = composition.open_store(settings)
+        try:
+            asyncio.run(_serve_workers(settings, store, roles or ("runs", "collect", "score")))
+        except KeyboardInterrupt:
+            sys.exit(0)
+
+
+async def _serve_workers(settings: Settings, store: Store, roles: tuple[str, ...]) -> None:
+    async with composition.session(settings, store, roles=roles) as active:
+        where = "embedded dev server" if active.embedded else "cluster"
+        click.echo(f"evalbot worker: serving {', '.join(roles)} on {active.address} ({where})")
+        await asyncio.Event().wait()
+
+
+COMMANDS: list[click.Command] = [run_command, status_command, results_command, worker_command]

@@ -1,0 +1,361 @@
+"""Stage activities of a run: provision → execute → collect → score, teardown always.
+
+Activities are methods of classes that receive their dependencies (settings, provider, store,
+catalog) from the worker. Each is idempotent: a retry after a crash repeats or resumes the stage
+without changing the outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Protocol
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from workflows import __version__
+from workflows.blobs import LocalBlobStore
+from workflows.catalog.hashing import tree_hashes
+from workflows.catalog.models import Case, ExperimentSpec, World
+from workflows.engine.catalog_cache import CatalogCache
+from workflows.engine.classify import classify
+from workflows.engine.collect import collect_outputs
+from workflows.engine.repos import agent_config_at, local_repo
+from workflows.engine.types import (
+    CollectInput,
+    CollectResult,
+    ExecuteInput,
+    ExecuteResult,
+    ProvisionResult,
+    RecordErrorInput,
+    RunInput,
+    RunSummary,
+    ScoreInput,
+    summarize,
+)
+from workflows.providers.base import (
+    ResourceLimits,
+    Sandbox,
+    SandboxError,
+    SandboxFileError,
+    SandboxNotFound,
+    SandboxProvider,
+    SandboxSpec,
+)
+from workflows.records import CriterionScore, RunResult, RunStatus, weighted_score
+from workflows.settings import Settings
+
+STATE_FILE = "/out/.state.json"
+HOST_TIMEOUT_GRACE_S = 30
+RUNNER_LOST = "RunnerLost"
+
+
+class RunStore(Protocol):
+    """What the activities need from the store (workflows.store.Store implements it)."""
+
+    def save_run(self, result: RunResult) -> bool: ...
+    def get_run(self, run_id: str) -> RunResult | None: ...
+    def list_runs(self, experiment_id: str) -> list[RunResult]: ...
+    def save_experiment(self, spec: ExperimentSpec, status: str = "running") -> None: ...
+    def set_experiment_status(self, experiment_id: str, status: str) -> None: ...
+
+
+class Grader(Protocol):
+    def __call__(self, case: Case, outputs_dir: Path, world: World) -> list[CriterionScore]: ...
+
+
+class SecretResolver(Protocol):
+    def __call__(self, groups: tuple[str, ...], *, approved: bool) -> dict[str, str]: ...
+
+
+@contextlib.asynccontextmanager
+async def heartbeating(*details: Any, every_s: float = 2.0) -> AsyncIterator[None]:
+    """Heartbeat in the background while a long step runs, so a dead worker is noticed fast."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat(*details)
+            await asyncio.sleep(every_s)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+class RunActivities:
+    def __init__(
+        self,
+        settings: Settings,
+        provider: SandboxProvider,
+        store: RunStore,
+        grader: Grader,
+        *,
+        catalog: CatalogCache | None = None,
+        secrets: SecretResolver | None = None,
+    ) -> None:
+        self.settings = settings
+        self.provider = provider
+        self.store = store
+        self.grader = grader
+        self.catalog = catalog or CatalogCache(Path(settings.catalog_root))
+        self.secrets = secrets
+        self.blobs = LocalBlobStore(settings.blob_dir)
+        self._image_locks: dict[str, asyncio.Lock] = {}
+
+    # -- provision --------------------------------------------------------------------------
+
+    @activity.defn(name="provision")
+    async def provision(self, run: RunInput) -> ProvisionResult:
+        case = self.catalog.case(run.dataset, run.cell.case_id)
+        world = self.catalog.world(case.world)
+        repo = await asyncio.to_thread(local_repo, run.repo, self.settings.data_dir / "repos")
+        config = await asyncio.to_thread(agent_config_at, repo, run.commit)
+        async with heartbeating("provision"):
+            image = await self._image(repo, run.commit, config.build.setup)
+            limits = ResourceLimits(
+                cpu=config.sandbox.cpu,
+                memory_mb=config.sandbox.memory_mb,
+                pids=config.sandbox.pids,
+                disk_mb=config.sandbox.disk_mb,
+                wall_timeout_s=config.run.timeout_s,
+            )
+            spec = SandboxSpec(
+                run_id=run.cell.run_id,
+                image=image,
+                world_dir=world.path,
+                case_files={"case.json": self._case_json(run, case)},
+                limits=limits,
+                env=self._secret_env(config.sandbox.secrets, run),
+                allow_domains=config.sandbox.allow_domains,
+                labels={"experiment": run.cell.experiment_id, "run": run.cell.run_id},
+            )
+            sandbox = await self._create(spec)
+        return ProvisionResult(
+            sandbox_id=sandbox.id,
+            provider=self.provider.name,
+            image=image,
+            command=config.run.command,
+            timeout_s=config.run.timeout_s,
+            world_version=world.version,
+            limits=limits.as_dict(),
+        )
+
+    async def _image(self, repo: Path, commit: str, setup: str) -> str:
+        lock = self._image_locks.setdefault(f"{repo}@{commit}", asyncio.Lock())
+        async with lock:
+            try:
+                return await self.provider.build_image(repo, commit, setup)
+            except SandboxError as error:
+                message = f"building {commit[:12]} failed: {error}"
+                raise ApplicationError(message, type="BuildFailed", non_retryable=True) from None
+
+    async def _create(self, spec: SandboxSpec) -> Sandbox:
+        try:
+            return await self.provider.create(spec)
+        except SandboxError as error:
+            message = f"sandbox creation failed: {error}"
+            raise ApplicationError(message, type="SandboxError") from None
+
+    @staticmethod
+    def _case_json(run: RunInput, case: Case) -> bytes:
+        payload = {
+            "id": case.id,
+            "prompt": case.prompt,
+            "attachments": list(case.attachments),
+            "world": case.world,
+            "arm": {"name": run.cell.arm, "commit": run.commit, "config": run.arm_config},
+            "trial": run.cell.trial,
+            "seed": run.cell.seed,
+        }
+        return json.dumps(payload, indent=2).encode()
+
+    def _secret_env(self, groups: tuple[str, ...], run: RunInput) -> dict[str, str]:
+        if not groups or self.secrets is None:
+            return {}
+        return self.secrets(groups, approved=run.secrets_approved)
+
+    # -- execute ----------------------------------------------------------------------------
+
+    @activity.defn(name="execute")
+    async def execute(self, job: ExecuteInput) -> ExecuteResult:
+        """Start the runner (or reattach to it after a retry) and poll its state file."""
+        sandbox = await self._attach(job.sandbox_id)
+        state = await read_state(sandbox)
+        if state is None:
+            await sandbox.start(job.command, job.env)
+            started = time.time()
+        elif state.get("status") == "running" and not await sandbox.runner_alive():
+            raise ApplicationError("the runner died", type=RUNNER_LOST, non_retryable=True)
+        else:
+            started = float(state.get("started_at") or time.time())
+        return await self._poll(sandbox, job, started)
+
+    async def _poll(self, sandbox: Sandbox, job: ExecuteInput, started: float) -> ExecuteResult:
+        delay = 0.02
+        deadline = started + job.timeout_s + HOST_TIMEOUT_GRACE_S
+        while True:
+            activity.heartbeat(job.sandbox_id)
+            state = await read_state(sandbox)
+            if state is not None and state.get("status") == "finished":
+                return ExecuteResult(state=state, usage=asdict(await sandbox.usage()))
+            if state is not None and not await sandbox.runner_alive():
+                state = await read_state(sandbox)  # it may have finished in between
+                if state is None or state.get("status") != "finished":
+                    raise ApplicationError("the runner died", type=RUNNER_LOST, non_retryable=True)
+                continue
+            if time.time() > deadline:
+                await sandbox.terminate()
+                usage = asdict(await sandbox.usage())
+                return ExecuteResult(state=state or {}, usage=usage, host_timeout=True)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.settings.poll_interval_s)
+
+    async def _attach(self, sandbox_id: str) -> Sandbox:
+        try:
+            return await self.provider.attach(sandbox_id)
+        except SandboxNotFound:
+            raise ApplicationError(
+                f"sandbox {sandbox_id} is gone", type=RUNNER_LOST, non_retryable=True
+            ) from None
+
+    # -- collect ----------------------------------------------------------------------------
+
+    @activity.defn(name="collect")
+    async def collect(self, job: CollectInput) -> CollectResult:
+        sandbox = await self._attach(job.sandbox_id)
+        world = self.catalog.world(self.catalog.case(job.dataset, job.case_id).world)
+        originals = self.catalog.world_hashes(world)
+        staging = self.blobs.staging(job.run_id)
+        async with heartbeating("collect"):
+            collected = await collect_outputs(sandbox, staging, originals)
+        final = await asyncio.to_thread(self.blobs.commit, job.run_id, staging)
+        return CollectResult(
+            outputs_ref=str(final),
+            usage=collected.usage,
+            has_answer=collected.has_answer,
+            notes=collected.notes,
+        )
+
+    # -- score ------------------------------------------------------------------------------
+
+    @activity.defn(name="score")
+    async def score(self, job: ScoreInput) -> RunSummary:
+        status, reason = classify(
+            job.execute.state,
+            job.execute.usage,
+            host_timeout=job.execute.host_timeout,
+            has_answer=job.collect.has_answer,
+        )
+        criteria: tuple[CriterionScore, ...] = ()
+        if status is RunStatus.SCORED:
+            criteria, status, reason = await self._grade(job)
+        result = self._result(job.run, job.provision, status, reason).model_copy(
+            update={
+                "criteria": criteria,
+                "score": weighted_score(criteria) if criteria else None,
+                "usage": job.collect.usage,
+                "wall_s": _wall_seconds(job.execute.state),
+                "exit_code": job.execute.state.get("exit_code"),
+                "outputs_ref": job.collect.outputs_ref,
+            }
+        )
+        await asyncio.to_thread(self.store.save_run, result)
+        return summarize(result)
+
+    async def _grade(self, job: ScoreInput) -> tuple[tuple[CriterionScore, ...], RunStatus, str]:
+        case = self.catalog.case(job.run.dataset, job.run.cell.case_id)
+        world = self.catalog.world(case.world)
+        try:
+            scores = await asyncio.to_thread(
+                self.grader, case, Path(job.collect.outputs_ref), world
+            )
+        except Exception as error:  # a grader that cannot grade is never a zero for the agent
+            return (), RunStatus.JUDGE_ERROR, f"grading failed: {error}"
+        return tuple(scores), RunStatus.SCORED, ""
+
+    def _result(
+        self, run: RunInput, provision: ProvisionResult | None, status: RunStatus, error: str
+    ) -> RunResult:
+        cell = run.cell
+        return RunResult(
+            run_id=cell.run_id,
+            experiment_id=cell.experiment_id,
+            case_id=cell.case_id,
+            arm=cell.arm,
+            trial=cell.trial,
+            seed=cell.seed,
+            status=status,
+            error=error,
+            provider=provision.provider if provision else self.provider.name,
+            image=provision.image if provision else "",
+            commit=run.commit,
+            limits=provision.limits if provision else {},
+            world_version=provision.world_version if provision else "",
+            evalbot_version=__version__,
+        )
+
+    @activity.defn(name="record_error")
+    async def record_error(self, job: RecordErrorInput) -> RunSummary:
+        result = self._result(job.run, job.provision, RunStatus(job.status), job.error)
+        await asyncio.to_thread(self.store.save_run, result)
+        return summarize(result)
+
+    # -- teardown ---------------------------------------------------------------------------
+
+    @activity.defn(name="teardown")
+    async def teardown(self, sandbox_id: str) -> None:
+        try:
+            sandbox = await self.provider.attach(sandbox_id)
+        except SandboxNotFound:
+            return
+        await sandbox.terminate()
+
+
+class ExperimentActivities:
+    """Experiment-level bookkeeping in the store."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+
+    @activity.defn(name="save_experiment")
+    async def save_experiment(self, spec: ExperimentSpec) -> None:
+        await asyncio.to_thread(self.store.save_experiment, spec, "running")
+
+    @activity.defn(name="finish_experiment")
+    async def finish_experiment(self, experiment_id: str, status: str) -> None:
+        await asyncio.to_thread(self.store.set_experiment_status, experiment_id, status)
+
+    @activity.defn(name="failed_cells")
+    async def failed_cells(self, experiment_id: str) -> list[str]:
+        runs = await asyncio.to_thread(self.store.list_runs, experiment_id)
+        return [r.run_id for r in runs if r.status.is_error]
+
+
+async def read_state(sandbox: Sandbox) -> dict[str, Any] | None:
+    try:
+        raw = await sandbox.read_file(STATE_FILE, max_bytes=64 * 1024)
+    except SandboxFileError:
+        return None
+    try:
+        state = json.loads(raw)
+    except ValueError:
+        return None  # being rewritten or tampered with; the next poll decides
+    return state if isinstance(state, dict) else None
+
+
+def _wall_seconds(state: dict[str, Any]) -> float:
+    started, finished = state.get("started_at"), state.get("finished_at")
+    if isinstance(started, int | float) and isinstance(finished, int | float):
+        return max(0.0, float(finished) - float(started))
+    return 0.0
+
+
+__all__ = ["ExperimentActivities", "RunActivities", "heartbeating", "read_state", "tree_hashes"]

@@ -1,0 +1,113 @@
+"""What the CLI and the bot call: connect, start (idempotently), cancel, progress, rerun, wait."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from workflows.catalog.models import ExperimentSpec
+from workflows.engine.types import ExperimentInput, Progress, StageQueues
+from workflows.settings import Settings
+
+
+class ExperimentNotFound(LookupError):
+    pass
+
+
+def stage_queues(settings: Settings) -> StageQueues:
+    return StageQueues(
+        runs=settings.run_task_queue,
+        collect=settings.collect_task_queue,
+        score=settings.score_task_queue,
+    )
+
+
+async def connect(settings: Settings, address: str | None = None) -> Client:
+    target = address or settings.temporal_address
+    if not target:
+        raise ValueError("no Temporal address: set EVALBOT_TEMPORAL_ADDRESS or run embedded")
+    return await Client.connect(
+        target, namespace=settings.temporal_namespace, data_converter=pydantic_data_converter
+    )
+
+
+async def start_experiment(
+    client: Client,
+    settings: Settings,
+    spec: ExperimentSpec,
+    *,
+    reporter: dict[str, Any] | None = None,
+    max_parallel: int | None = None,
+    only_failed: bool = False,
+) -> str:
+    """Start the ExperimentWorkflow with id = spec.experiment_id. Starting the same id again is a
+    no-op (the existing experiment is kept), so a redelivered request starts nothing new."""
+    job = ExperimentInput(
+        spec=spec,
+        queues=stage_queues(settings),
+        max_parallel=max_parallel or settings.experiment_parallelism,
+        reporter=reporter,
+        only_failed=only_failed,
+    )
+    policy = (
+        WorkflowIDReusePolicy.ALLOW_DUPLICATE
+        if only_failed
+        else WorkflowIDReusePolicy.REJECT_DUPLICATE
+    )
+    with contextlib.suppress(WorkflowAlreadyStartedError):
+        await client.start_workflow(
+            "ExperimentWorkflow",
+            job,
+            id=spec.experiment_id,
+            task_queue=settings.run_task_queue,
+            id_reuse_policy=policy,
+        )
+    return spec.experiment_id
+
+
+def _handle(client: Client, experiment_id: str) -> WorkflowHandle[Any, Progress]:
+    return client.get_workflow_handle(experiment_id, result_type=Progress)
+
+
+async def is_running(client: Client, experiment_id: str) -> bool:
+    try:
+        description = await _handle(client, experiment_id).describe()
+    except RPCError:
+        raise ExperimentNotFound(f"no experiment '{experiment_id}'") from None
+    return description.status == WorkflowExecutionStatus.RUNNING
+
+
+async def cancel_experiment(client: Client, experiment_id: str) -> bool:
+    """Ask a running experiment to stop; False when it is not running."""
+    try:
+        if not await is_running(client, experiment_id):
+            return False
+        await _handle(client, experiment_id).signal("cancel")
+    except ExperimentNotFound:
+        return False
+    return True
+
+
+async def get_progress(client: Client, experiment_id: str) -> Progress:
+    handle = _handle(client, experiment_id)
+    if await is_running(client, experiment_id):
+        progress: Progress = await handle.query("progress", result_type=Progress)
+        return progress
+    return await handle.result()
+
+
+async def wait_for(client: Client, experiment_id: str) -> Progress:
+    return await _handle(client, experiment_id).result()
+
+
+async def rerun_failed(client: Client, settings: Settings, spec: ExperimentSpec) -> str:
+    """Run the experiment's errored cells again (after it finished); their results are replaced."""
+    if await is_running(client, spec.experiment_id):
+        raise RuntimeError(f"experiment '{spec.experiment_id}' is still running")
+    return await start_experiment(client, settings, spec, only_failed=True)

@@ -1,0 +1,128 @@
+"""Stream a finished sandbox's outputs into the blob store, never whole into memory.
+
+Only regular files are collected; symlinks are skipped (never followed), so a hostile agent cannot
+make the collector copy host files. The world's changes are stored as the files that differ from
+the pristine world plus a list of deleted paths (see workflows/blobs.py for the layout).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from pydantic import ValidationError
+
+from workflows.providers.base import FileInfo, FileKind, Sandbox, SandboxError
+from workflows.records import Usage
+
+MAX_OUT_FILES = 10_000
+MAX_OUT_BYTES = 2 << 30
+MAX_USAGE_BYTES = 64 * 1024
+ANSWER_FILES = ("answer.md", "answer.json")
+
+
+@dataclass
+class Collected:
+    usage: Usage = field(default_factory=Usage)
+    has_answer: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def _safe_relative(path: str) -> Path | None:
+    parts = PurePosixPath(path).parts
+    if not parts or PurePosixPath(path).is_absolute() or ".." in parts:
+        return None
+    return Path(*parts)
+
+
+async def _stream(sandbox: Sandbox, source: str, dest: Path) -> str:
+    """Copy one sandbox file to `dest`; returns its sha256."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    with dest.open("wb") as handle:
+        async for chunk in sandbox.iter_file(source):
+            digest.update(chunk)
+            handle.write(chunk)
+    return digest.hexdigest()
+
+
+async def collect_outputs(sandbox: Sandbox, staging: Path, originals: dict[str, str]) -> Collected:
+    collected = Collected()
+    await _collect_out(sandbox, staging / "out", collected)
+    await _collect_world(sandbox, staging, originals, collected)
+    out = staging / "out"
+    collected.has_answer = any(
+        (out / name).is_file() and (out / name).stat().st_size > 0 for name in ANSWER_FILES
+    )
+    collected.usage = _read_usage(out / "usage.json", collected.notes)
+    return collected
+
+
+async def _collect_out(sandbox: Sandbox, out_dir: Path, collected: Collected) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    total, count = 0, 0
+    for info in await _list(sandbox, "/out", collected):
+        relative = _regular_file(info, "/out", collected)
+        if relative is None:
+            continue
+        if count >= MAX_OUT_FILES or total + info.size > MAX_OUT_BYTES:
+            collected.notes.append(f"skipped /out/{info.path}: output limit reached")
+            continue
+        await _stream(sandbox, f"/out/{info.path}", out_dir / relative)
+        total, count = total + info.size, count + 1
+
+
+async def _collect_world(
+    sandbox: Sandbox,
+    staging: Path,
+    originals: dict[str, str],
+    collected: Collected,
+) -> None:
+    """Keep the files whose content differs from the pristine world (new ones included)."""
+    changes = staging / "world_changes"
+    present: set[str] = set()
+    for info in await _list(sandbox, "/world", collected):
+        relative = _regular_file(info, "/world", collected)
+        if relative is None:
+            continue
+        present.add(info.path)
+        copied_hash = await _stream(sandbox, f"/world/{info.path}", changes / relative)
+        if copied_hash == originals.get(info.path):
+            (changes / relative).unlink()  # unchanged
+    deleted = sorted(set(originals) - present)
+    (staging / "world_deleted.json").write_text(json.dumps(deleted))
+
+
+async def _list(sandbox: Sandbox, root: str, collected: Collected) -> list[FileInfo]:
+    try:
+        return await sandbox.list_files(root)
+    except SandboxError as error:
+        collected.notes.append(f"could not list {root}: {error}")
+        return []
+
+
+def _regular_file(info: FileInfo, root: str, collected: Collected) -> Path | None:
+    if info.kind is FileKind.SYMLINK:
+        collected.notes.append(f"skipped symlink {root}/{info.path}")
+        return None
+    if info.kind is not FileKind.FILE:
+        return None
+    relative = _safe_relative(info.path)
+    if relative is None:
+        collected.notes.append(f"skipped unsafe path {root}/{info.path}")
+    return relative
+
+
+def _read_usage(path: Path, notes: list[str]) -> Usage:
+    if not path.is_file():
+        return Usage()
+    if path.stat().st_size > MAX_USAGE_BYTES:
+        notes.append("usage.json is too large; usage not recorded")
+        return Usage()
+    try:
+        return Usage.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, ValidationError):
+        notes.append("usage.json is not valid; usage not recorded")
+        return Usage()

@@ -1,0 +1,72 @@
+"""One-machine defaults: with no Temporal address configured, start the dev server on demand and
+run the workers in this process for as long as the session lasts."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from workflows.engine.activities import Grader, RunStore
+from workflows.engine.client import connect
+from workflows.engine.devserver import embedded_server
+from workflows.engine.worker import ROLES, build_workers
+from workflows.providers.base import SandboxProvider
+from workflows.settings import Settings
+
+
+@dataclass
+class Session:
+    client: Client
+    address: str
+    embedded: bool
+
+
+@contextlib.asynccontextmanager
+async def running_workers(workers: Sequence[Worker]) -> AsyncIterator[None]:
+    tasks = [asyncio.create_task(worker.run()) for worker in workers]
+    try:
+        yield
+    finally:
+        for worker in workers:
+            await worker.shutdown()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@contextlib.asynccontextmanager
+async def engine_session(
+    settings: Settings,
+    provider: SandboxProvider,
+    store: RunStore,
+    grader: Grader,
+    *,
+    run_workers: bool = True,
+    roles: Sequence[str] = ROLES,
+    extra_activities: Sequence[Callable[..., Any]] = (),
+    secrets: Any = None,
+) -> AsyncIterator[Session]:
+    """A connected client, plus the dev server and in-process workers when embedded."""
+    server = None if settings.temporal_address else embedded_server(settings.data_dir)
+    if server is not None:
+        await asyncio.to_thread(server.start)
+    try:
+        address = server.address if server else str(settings.temporal_address)
+        client = await connect(settings, address)
+        session = Session(client=client, address=address, embedded=server is not None)
+        if not (run_workers or server):
+            yield session
+            return
+        workers = build_workers(
+            client, settings, provider, store, grader,
+            roles=roles, extra_activities=extra_activities, secrets=secrets,
+        )  # fmt: skip
+        async with running_workers(workers):
+            yield session
+    finally:
+        if server is not None:
+            await asyncio.to_thread(server.stop)

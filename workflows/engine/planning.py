@@ -1,0 +1,84 @@
+"""Turn a request (repo, dataset, arms, trials, case selectors) into an ExperimentSpec."""
+
+from __future__ import annotations
+
+import re
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+
+from workflows.catalog.loaders import load_dataset
+from workflows.catalog.models import ArmSpec, ExperimentSpec
+from workflows.engine.repos import local_repo, resolve_ref
+from workflows.settings import Settings
+
+ARM_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+class PlanError(ValueError):
+    """The request cannot become an experiment; the message says what to fix."""
+
+
+def new_experiment_id(dataset: str) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return f"exp-{dataset}-{stamp}-{secrets.token_hex(2)}"
+
+
+def parse_arm(text: str) -> tuple[str, str, dict[str, str]]:
+    """`NAME=REF[,key=value...]` -> (name, ref, config)."""
+    name, sep, rest = text.partition("=")
+    if not sep or not rest or not ARM_NAME.match(name):
+        raise PlanError(f"arm '{text}' is not NAME=REF[,key=value...] (NAME like 'head')")
+    ref, *pairs = rest.split(",")
+    return name, ref, parse_settings(pairs)
+
+
+def parse_settings(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
+    config: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise PlanError(f"setting '{pair}' is not key=value")
+        config[key.strip()] = value.strip()
+    return config
+
+
+def resolve_arms(
+    settings: Settings, repo: str, arms: list[tuple[str, str, dict[str, str]]]
+) -> list[ArmSpec]:
+    path = local_repo(repo, settings.data_dir / "repos")
+    return [
+        ArmSpec(name=name, ref=ref, commit=resolve_ref(path, ref), config=config)
+        for name, ref, config in arms
+    ]
+
+
+def plan_experiment(
+    settings: Settings,
+    *,
+    repo: str,
+    dataset: str,
+    arms: list[ArmSpec],
+    trials: int | None = None,
+    case_selectors: list[str] | tuple[str, ...] = (),
+    seed: int = 0,
+    experiment_id: str | None = None,
+    trigger: str = "cli",
+    labels: dict[str, str] | None = None,
+) -> ExperimentSpec:
+    """Validate the dataset and cases (UnknownNameError lists the known ones) and build the spec."""
+    loaded = load_dataset(Path(settings.catalog_root), dataset)
+    cases = loaded.select(list(case_selectors))
+    if len(arms) < 1:
+        raise PlanError("an experiment needs at least one arm")
+    return ExperimentSpec(
+        experiment_id=experiment_id or new_experiment_id(dataset),
+        repo=repo,
+        dataset=dataset,
+        case_ids=tuple(c.id for c in cases),
+        arms=tuple(arms),
+        trials=trials if trials is not None else loaded.default_trials,
+        seed=seed,
+        trigger=trigger,
+        labels=labels or {},
+    )

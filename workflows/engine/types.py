@@ -1,0 +1,130 @@
+"""Inputs and outputs of the workflows and activities: ids, references and numbers only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from workflows.catalog.models import CellRef, ExperimentSpec
+from workflows.records import RunResult, Usage
+
+
+@dataclass
+class StageQueues:
+    """Task queues by role: runs (workflows, provision, execute, teardown), collect, score."""
+
+    runs: str
+    collect: str
+    score: str
+
+
+@dataclass
+class ExperimentInput:
+    spec: ExperimentSpec
+    queues: StageQueues
+    max_parallel: int  # RunWorkflows in flight for this experiment
+    reporter: dict[str, Any] | None = None
+    only_failed: bool = False  # rerun: only cells whose stored result is an error
+
+
+@dataclass
+class RunInput:
+    cell: CellRef
+    queues: StageQueues
+    repo: str
+    commit: str
+    arm_config: dict[str, str]
+    dataset: str
+    secrets_approved: bool = True  # false for unapproved fork PRs: the run gets no secrets
+
+
+@dataclass
+class ProvisionResult:
+    sandbox_id: str
+    provider: str
+    image: str
+    command: str
+    timeout_s: int
+    world_version: str
+    limits: dict[str, Any]
+
+
+@dataclass
+class ExecuteInput:
+    sandbox_id: str
+    command: str
+    timeout_s: int
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ExecuteResult:
+    state: dict[str, Any]
+    usage: dict[str, Any]
+    host_timeout: bool = False
+    stderr_tail: str = ""
+
+
+@dataclass
+class CollectInput:
+    run_id: str
+    sandbox_id: str
+    dataset: str
+    case_id: str
+
+
+@dataclass
+class CollectResult:
+    outputs_ref: str
+    usage: Usage
+    has_answer: bool
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ScoreInput:
+    run: RunInput
+    provision: ProvisionResult
+    execute: ExecuteResult
+    collect: CollectResult
+
+
+@dataclass
+class RecordErrorInput:
+    run: RunInput
+    status: str
+    error: str
+    provision: ProvisionResult | None = None
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    status: str
+    score: float | None = None
+
+
+@dataclass
+class PublishReportInput:
+    experiment_id: str
+    reporter: dict[str, Any]
+    phase: str  # queued | progress | final | cancelled
+
+
+@dataclass
+class Progress:
+    total: int
+    queued: int = 0
+    running: int = 0
+    scored: int = 0
+    errored: int = 0
+    cancelled: int = 0
+    done: bool = False
+
+    @property
+    def finished(self) -> int:
+        return self.scored + self.errored + self.cancelled
+
+
+def summarize(result: RunResult) -> RunSummary:
+    return RunSummary(run_id=result.run_id, status=result.status.value, score=result.score)

@@ -1,0 +1,80 @@
+"""Build the workers for the three task-queue roles. One process may run all of them (embedded
+default) or one role each (`evalbot worker --role collect`) when scaled out against a cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from workflows.engine.activities import ExperimentActivities, Grader, RunActivities, RunStore
+from workflows.engine.client import stage_queues
+from workflows.engine.workflows import ExperimentWorkflow, RunWorkflow
+from workflows.providers.base import SandboxProvider
+from workflows.settings import Settings
+
+ROLES = ("runs", "collect", "score")
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """Temporal's sandbox, with our pure models passed through instead of re-imported per run."""
+    restrictions = SandboxRestrictions.default.with_passthrough_modules("pydantic", "workflows")
+    return SandboxedWorkflowRunner(restrictions=restrictions)
+
+
+def build_workers(
+    client: Client,
+    settings: Settings,
+    provider: SandboxProvider,
+    store: RunStore,
+    grader: Grader,
+    *,
+    roles: Sequence[str] = ROLES,
+    extra_activities: Sequence[Callable[..., Any]] = (),
+    secrets: Any = None,
+) -> list[Worker]:
+    queues = stage_queues(settings)
+    runs = RunActivities(settings, provider, store, grader, secrets=secrets)
+    experiments = ExperimentActivities(store)
+    workers: list[Worker] = []
+    if "runs" in roles:
+        workers.append(
+            Worker(
+                client,
+                task_queue=queues.runs,
+                workflows=[ExperimentWorkflow, RunWorkflow],
+                activities=[runs.provision, runs.execute, runs.teardown, *extra_activities],
+                workflow_runner=workflow_runner(),
+                max_concurrent_activities=settings.worker_run_slots,
+                max_cached_workflows=10_000,
+                max_concurrent_workflow_tasks=100,
+            )
+        )
+    if "collect" in roles:
+        workers.append(
+            Worker(
+                client,
+                task_queue=queues.collect,
+                activities=[runs.collect],
+                max_concurrent_activities=settings.max_concurrent_collect,
+            )
+        )
+    if "score" in roles:
+        workers.append(
+            Worker(
+                client,
+                task_queue=queues.score,
+                activities=[
+                    runs.score,
+                    runs.record_error,
+                    experiments.save_experiment,
+                    experiments.finish_experiment,
+                    experiments.failed_cells,
+                ],
+                max_concurrent_activities=settings.max_concurrent_score,
+            )
+        )
+    return workers
