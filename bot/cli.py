@@ -31,10 +31,11 @@ def cli(ctx: click.Context) -> None:
 
 
 def _register_commands() -> None:
-    from bot.commands import engine
+    from bot.commands import engine, secrets
 
     for command in engine.COMMANDS:
         cli.add_command(command)
+    cli.add_command(secrets.secrets_group)
 
 
 def main() -> None:

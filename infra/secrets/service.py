@@ -1,0 +1,46 @@
+"""Build the sync and status from settings: the one place that wires Vault, sink, records and
+fingerprints together. The CLI and the scheduled job call these; tests build the parts directly."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+
+from infra.secrets.fingerprint import Fingerprinter
+from infra.secrets.mapping import load_mapping
+from infra.secrets.records import JsonSyncRecordStore, SyncRecordStore
+from infra.secrets.sink import build_sink
+from infra.secrets.status import GroupStatus, group_statuses
+from infra.secrets.sync import GroupChange, SecretSync
+from infra.secrets.vault import login
+from workflows.settings import Settings
+
+RECORDS_FILE = "secret-syncs.json"
+
+
+def record_store(settings: Settings) -> SyncRecordStore:
+    return JsonSyncRecordStore(settings.data_dir / RECORDS_FILE)
+
+
+def build_sync(settings: Settings, environ: Mapping[str, str]) -> SecretSync:
+    """Load the mapping (failing on a bad one before any login), log in, pick the sink."""
+    return SecretSync(
+        mapping=load_mapping(settings.secrets_mapping_path),
+        reader=login(settings, environ),
+        sink=build_sink(settings),
+        records=record_store(settings),
+        fingerprinter=Fingerprinter.from_settings(settings),
+    )
+
+
+def sync_secrets(
+    settings: Settings, environ: Mapping[str, str], *, now: datetime, dry_run: bool = False
+) -> list[GroupChange]:
+    """Run (or preview) one sync; raises SecretsError with a one-sentence reason on any failure."""
+    return build_sync(settings, environ).run(now=now, dry_run=dry_run)
+
+
+def secret_status(settings: Settings, *, now: datetime) -> list[GroupStatus]:
+    mapping = load_mapping(settings.secrets_mapping_path)
+    stale_after = timedelta(seconds=settings.secrets_stale_after_s)
+    return group_statuses(mapping, record_store(settings).load(), now=now, stale_after=stale_after)

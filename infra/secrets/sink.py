@@ -1,0 +1,62 @@
+"""Where synced secret groups go. `LocalSecretSink` writes the local secret store the local
+provider injects from; a `ModalSecretSink` (named Modal Secrets) slots in beside it later."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping
+
+from infra.secrets.errors import SinkError
+from workflows.secret_store import LocalSecretStore, SecretStoreError
+from workflows.settings import Settings
+
+
+class SecretSink(abc.ABC):
+    """A provider's secret groups. Implementations must not log or echo values."""
+
+    name: str
+
+    @abc.abstractmethod
+    def existing_groups(self) -> set[str]:
+        """Names of the groups the provider holds now."""
+
+    @abc.abstractmethod
+    def commit(self, groups: Mapping[str, Mapping[str, str]]) -> None:
+        """Create or replace each group with exactly these values, keeping all other groups.
+        All or nothing where the provider allows it; raise SinkError on failure."""
+
+
+class LocalSecretSink(SecretSink):
+    """0600 files in a 0700 folder under data_dir/secrets, swapped in atomically (one rename)."""
+
+    name = "local"
+
+    def __init__(self, store: LocalSecretStore) -> None:
+        self.store = store
+
+    def existing_groups(self) -> set[str]:
+        return set(self.store.group_names())
+
+    def commit(self, groups: Mapping[str, Mapping[str, str]]) -> None:
+        try:
+            self.store.replace(groups)
+        except (OSError, SecretStoreError) as error:
+            raise SinkError(
+                f"could not write the local secret store {self.store.root} "
+                f"({type(error).__name__}); the previous groups are untouched"
+            ) from None
+
+
+def _local(settings: Settings) -> SecretSink:
+    return LocalSecretSink(LocalSecretStore.from_settings(settings))
+
+
+SINKS: dict[str, Callable[[Settings], SecretSink]] = {"local": _local}
+
+
+def build_sink(settings: Settings) -> SecretSink:
+    factory = SINKS.get(settings.secrets_sink)
+    if factory is None:
+        known = ", ".join(sorted(SINKS))
+        raise SinkError(f"unknown secret sink '{settings.secrets_sink}' (available: {known})")
+    return factory(settings)
