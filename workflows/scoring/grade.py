@@ -53,7 +53,8 @@ def parse_params(case: Case, criterion: Criterion) -> Params:
     try:
         return model.model_validate(criterion.params)
     except ValidationError as error:
-        raise RubricError(case.id, criterion.name, describe(error.errors()[0])) from None
+        problems = "; ".join(describe(e) for e in error.errors())
+        raise RubricError(case.id, criterion.name, problems) from None
 
 
 def describe(first: ErrorDetails) -> str:

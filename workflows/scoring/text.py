@@ -34,8 +34,9 @@ def parse_number(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def first_number(text: str) -> float | None:
-    match = NUMBER.search(text)
+def first_number(text: str, start: int = 0) -> float | None:
+    """The first number in `text` at or after `start` (a `-` glued to a word is a dash)."""
+    match = NUMBER.search(text, start)
     return None if match is None else parse_number(match.group(0))
 
 

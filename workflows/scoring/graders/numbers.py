@@ -54,7 +54,7 @@ def _from_text(params: NumberParams, answer: str) -> tuple[float | None, str]:
         found = re.search(r"\s+".join(words), answer, re.IGNORECASE)
         if found is None:
             return None, f"label '{params.label}' not found"
-        return first_number(answer[found.end() :]), f"after '{params.label}'"
+        return first_number(answer, found.end()), f"after '{params.label}'"
     return first_number(answer), "first number in the answer"
 
 
