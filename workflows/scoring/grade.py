@@ -65,7 +65,7 @@ def describe(first: ErrorDetails) -> str:
         return f"unknown param '{where}'"
     if first["type"] == "missing":
         return f"missing required param '{where}'"
-    return f"param '{where}': {message}" if where else f"params: {message}"
+    return f"param '{where}': {message}" if where else message
 
 
 def validate_rubric(case: Case, world: World | None = None) -> list[str]:
