@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     max_concurrent_collect: int = Field(2, description="Collect activities per worker (large I/O).")
     max_concurrent_score: int = Field(4, description="Score activities per worker.")
     poll_interval_s: float = Field(1.0, description="How often execute polls /out/.state.json.")
+    heartbeat_timeout_s: int = Field(
+        30, description="A stage whose worker stops heartbeating this long is retried elsewhere."
+    )
     experiment_parallelism: int = Field(
         500, description="RunWorkflows an experiment keeps in flight at once (<= ~1,000)."
     )

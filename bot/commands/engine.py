@@ -11,21 +11,22 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import click
+from workflows.report import ExperimentReport, build_report
 
-from bot import composition
+from bot import composition, demo
 from bot.progress import ProgressDisplay
 from bot.render import render_markdown
 from workflows.catalog.errors import CatalogError, UnknownNameError
-from workflows.catalog.models import ExperimentSpec
+from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine import client as engine_client
 from workflows.engine.devserver import DevServerError
 from workflows.engine.planning import PlanError, parse_arm, parse_settings, plan_experiment
 from workflows.engine.planning import resolve_arms as resolve_arm_refs
 from workflows.engine.repos import RepoError
-from workflows.report import ExperimentReport, build_report
 from workflows.settings import Settings
 from workflows.store import Store, StoreError
 
@@ -59,9 +60,9 @@ def _split_multi(values: tuple[str, ...]) -> list[str]:
     return [part for value in values for part in value.split(",") if part]
 
 
-def _arms(base: str | None, head: str | None, arms: tuple[str, ...], sets: dict[str, str]) -> list[
-    tuple[str, str, dict[str, str]]
-]:
+def _arms(
+    base: str | None, head: str | None, arms: tuple[str, ...], sets: dict[str, str]
+) -> list[tuple[str, str, dict[str, str]]]:
     parsed = [parse_arm(text) for text in arms]
     if base or head:
         if not (base and head):
@@ -225,3 +226,37 @@ async def _serve_workers(settings: Settings, store: Store, roles: tuple[str, ...
 
 
 COMMANDS: list[click.Command] = [run_command, status_command, results_command, worker_command]
+
+
+@click.command("demo")
+@click.option("--trials", type=click.IntRange(1, 20), default=3, show_default=True)
+@click.option("--output", type=click.Path(path_type=Path), default=Path("demo-output"))
+@click.pass_obj
+def demo_command(settings: Settings, trials: int, output: Path) -> None:
+    """Evaluate the sample legal agent: main vs a PR branch, dataset `bar`, on this machine."""
+    matter = demo.demo_matter(Path(settings.catalog_root).resolve())
+    with one_sentence_errors():
+        folder = demo.output_folder(output.resolve())
+        repo = folder / "agent-repo"
+        base, head = demo.build_demo_repo(matter, repo)
+        click.echo(f"demo: agent repository {repo} (main {base[:8]}, pr {head[:8]})")
+        arms = [
+            ArmSpec(name="main", ref="main", commit=base),
+            ArmSpec(name="pr", ref="pr", commit=head),
+        ]
+        spec = plan_experiment(
+            settings,
+            repo=str(repo),
+            dataset=matter.dataset,
+            arms=arms,
+            trials=trials,
+        )
+        store = composition.open_store(settings)
+        report = asyncio.run(run_experiment(settings, store, spec))
+    markdown = render_markdown(report)
+    click.echo(markdown)
+    demo.write_results(folder, markdown, report.model_dump(mode="json"))
+    click.echo(f"\ndemo: report.md and results.json are in {folder}")
+
+
+COMMANDS.append(demo_command)

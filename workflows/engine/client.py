@@ -25,6 +25,7 @@ def stage_queues(settings: Settings) -> StageQueues:
         runs=settings.run_task_queue,
         collect=settings.collect_task_queue,
         score=settings.score_task_queue,
+        heartbeat_timeout_s=settings.heartbeat_timeout_s,
     )
 
 

@@ -1,4 +1,4 @@
-"""The score stage's grader: the collected outputs and the world after the run, through the rubric."""
+"""The score stage's grader: a run's collected outputs and its world, through the rubric."""
 
 from __future__ import annotations
 

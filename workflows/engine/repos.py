@@ -65,3 +65,18 @@ def agent_config_at(repo: Path, commit: str) -> AgentRepoConfig:
         message = f"commit {commit[:12]} has no {AGENT_CONFIG} at the repository root"
         raise RepoError(message) from None
     return parse_agent_config(text, origin=f"{AGENT_CONFIG}@{commit[:12]}")
+
+
+def init_repo(path: Path) -> None:
+    """A new repository on branch `main` with a local identity (for demos and tests)."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "--quiet", "--initial-branch=main")
+    git(path, "config", "user.name", "evalbot")
+    git(path, "config", "user.email", "evalbot@localhost")
+
+
+def commit_all(path: Path, message: str) -> str:
+    """Commit everything in the work tree; returns the new commit's SHA."""
+    git(path, "add", "--all")
+    git(path, "commit", "--quiet", "--allow-empty", "-m", message)
+    return git(path, "rev-parse", "HEAD")

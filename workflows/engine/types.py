@@ -16,6 +16,7 @@ class StageQueues:
     runs: str
     collect: str
     score: str
+    heartbeat_timeout_s: int = 30  # how fast a dead worker's stage is noticed and retried
 
 
 @dataclass

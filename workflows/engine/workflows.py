@@ -83,7 +83,7 @@ class RunWorkflow:
             result_type=ProvisionResult,
             task_queue=job.queues.runs,
             start_to_close_timeout=timedelta(hours=1),
-            heartbeat_timeout=timedelta(seconds=30),
+            heartbeat_timeout=timedelta(seconds=job.queues.heartbeat_timeout_s),
             retry_policy=STAGE_RETRY,
         )
         return result
@@ -95,7 +95,7 @@ class RunWorkflow:
             result_type=ExecuteResult,
             task_queue=job.queues.runs,
             start_to_close_timeout=timedelta(seconds=provision.timeout_s + 600),
-            heartbeat_timeout=timedelta(seconds=30),
+            heartbeat_timeout=timedelta(seconds=job.queues.heartbeat_timeout_s),
             retry_policy=STAGE_RETRY,
         )
         collected = await workflow.execute_activity(
@@ -104,7 +104,7 @@ class RunWorkflow:
             result_type=CollectResult,
             task_queue=job.queues.collect,
             start_to_close_timeout=timedelta(hours=1),
-            heartbeat_timeout=timedelta(seconds=30),
+            heartbeat_timeout=timedelta(seconds=job.queues.heartbeat_timeout_s),
             retry_policy=STAGE_RETRY,
         )
         summary: RunSummary = await workflow.execute_activity(

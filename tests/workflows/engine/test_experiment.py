@@ -1,0 +1,104 @@
+"""A whole experiment through the real Temporal dev server and the local bubblewrap provider."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bot.commands.engine import run_experiment
+from bot.composition import open_store
+from tests.support.agent_repo import AgentRepo
+from workflows.catalog.hashing import tree_version
+from workflows.catalog.loaders import load_world
+from workflows.catalog.models import ArmSpec
+from workflows.engine.planning import plan_experiment
+from workflows.records import RunStatus
+from workflows.settings import Settings
+
+
+def two_arms(repo: AgentRepo) -> list[ArmSpec]:
+    return [
+        ArmSpec(name="base", ref="base", commit=repo.base),
+        ArmSpec(name="head", ref="head", commit=repo.head),
+    ]
+
+
+async def test_every_cell_is_scored_once_and_head_beats_base(
+    engine_settings: Settings, agent_repo: AgentRepo
+) -> None:
+    world = load_world(engine_settings.catalog_root, "tiny")
+    version_before = tree_version(world.path)
+    store = open_store(engine_settings)
+    spec = plan_experiment(
+        engine_settings,
+        repo=str(agent_repo.path),
+        dataset="tiny",
+        arms=two_arms(agent_repo),
+        trials=2,
+    )
+
+    report = await run_experiment(engine_settings, store, spec, quiet=True)
+
+    runs = store.list_runs(spec.experiment_id)
+    assert sorted(r.run_id for r in runs) == sorted(c.run_id for c in spec.cells())
+    assert {r.status for r in runs} == {RunStatus.SCORED}, [(r.run_id, r.error) for r in runs]
+    overall = next(row for row in report.comparisons[0].rows if row.criterion == "overall")
+    assert overall.head_mean > overall.base_mean
+    assert tree_version(world.path) == version_before  # the pristine world is never written
+
+
+async def test_runs_record_what_makes_them_reproducible(
+    engine_settings: Settings, agent_repo: AgentRepo
+) -> None:
+    store = open_store(engine_settings)
+    spec = plan_experiment(
+        engine_settings,
+        repo=str(agent_repo.path),
+        dataset="tiny",
+        arms=two_arms(agent_repo),
+        trials=2,
+        case_selectors=["consent-draft"],
+    )
+    await run_experiment(engine_settings, store, spec, quiet=True)
+    runs = {r.run_id: r for r in store.list_runs(spec.experiment_id)}
+    world = load_world(engine_settings.catalog_root, "tiny")
+
+    for run in runs.values():
+        assert run.provider == "local"
+        assert run.world_version == world.version
+        assert run.commit == (agent_repo.base if run.arm == "base" else agent_repo.head)
+        assert run.limits["memory_mb"] == 256  # from the agent's evalbot.toml
+        assert run.evalbot_version
+    seeds = {(r.arm, r.trial): r.seed for r in runs.values()}
+    assert seeds[("base", 0)] == seeds[("head", 0)]  # arms share draws (paired by case)
+    assert seeds[("base", 0)] != seeds[("base", 1)]  # trials differ by their seed
+
+
+async def test_a_run_never_sees_another_runs_world_changes(
+    engine_settings: Settings, agent_repo: AgentRepo
+) -> None:
+    """Head runs write a draft into their world; base runs of the same case, running beside them,
+    must find the world pristine."""
+    store = open_store(engine_settings)
+    spec = plan_experiment(
+        engine_settings,
+        repo=str(agent_repo.path),
+        dataset="tiny",
+        arms=two_arms(agent_repo),
+        trials=3,
+        case_selectors=["consent-draft"],
+    )
+    await run_experiment(engine_settings, store, spec, quiet=True)
+
+    for run in store.list_runs(spec.experiment_id):
+        outputs = Path(run.outputs_ref)
+        changed = sorted(
+            p.relative_to(outputs / "world_changes").as_posix()
+            for p in (outputs / "world_changes").rglob("*")
+            if p.is_file()
+        )
+        if run.arm == "head":
+            assert changed == ["drafts/consent-request.md"]
+        else:
+            assert changed == []
+        assert json.loads((outputs / "world_deleted.json").read_text()) == []
