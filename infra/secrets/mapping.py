@@ -34,6 +34,13 @@ class GroupMapping(BaseModel):
     rotation_days: int | None = Field(None, gt=0)
     description: str = ""
 
+    @field_validator("path")
+    @classmethod
+    def _no_dot_segments(cls, path: str) -> str:
+        if any(part in {".", ".."} for part in path.split("/")):
+            raise ValueError("path must not contain '.' or '..' segments")
+        return path
+
     @field_validator("keys")
     @classmethod
     def _env_names(cls, keys: tuple[str, ...]) -> tuple[str, ...]:
