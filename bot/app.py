@@ -1,0 +1,57 @@
+"""The web process: `create_app(settings, launcher, store)` builds the FastAPI app.
+
+It verifies, routes and hands off; it never waits for an experiment. Build the launcher, the
+store and (optionally) the GitHub clients at the edge and pass them in.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from bot.github.auth import GitHubConfigError
+from bot.github.client import GitHubClients
+from bot.github.gateway import RepoGateway
+from bot.launcher import Launcher
+from bot.service import EvalService
+from bot.webhooks.deliveries import DeliveryGate, DeliveryLog
+from bot.webhooks.endpoint import webhook_api
+from bot.webhooks.routes import build_router
+from workflows.settings import Settings
+
+
+def create_app(
+    settings: Settings,
+    launcher: Launcher,
+    store: DeliveryLog,
+    *,
+    github: GitHubClients | None = None,
+) -> FastAPI:
+    """The webhook app; GitHubConfigError when the webhook secret or credentials are unset."""
+    secret = webhook_secret(settings)
+    service = build_service(settings, launcher, github or GitHubClients(settings))
+    app = FastAPI(title="evalbot", docs_url=None, redoc_url=None, openapi_url=None)
+    app.include_router(
+        webhook_api(secret, settings.max_body_bytes, build_router(), service, DeliveryGate(store))
+    )
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app
+
+
+def webhook_secret(settings: Settings) -> bytes:
+    secret = settings.github_webhook_secret
+    if secret is None or not secret.get_secret_value():
+        raise GitHubConfigError(
+            "EVALBOT_GITHUB_WEBHOOK_SECRET is not set; the bot refuses unsigned webhooks"
+        )
+    return secret.get_secret_value().encode()
+
+
+def build_service(settings: Settings, launcher: Launcher, github: GitHubClients) -> EvalService:
+    def gateway(repo: str, installation_id: int | None) -> RepoGateway:
+        return RepoGateway(github.for_repo(repo, installation_id), repo)
+
+    return EvalService(settings, launcher, gateway, github.bot_login)

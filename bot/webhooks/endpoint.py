@@ -1,0 +1,109 @@
+"""`POST /github/webhook`: size limit (413), signature (401), JSON (400), `ping`, unknown events
+(204), de-duplication, then the routers. It answers as soon as the work is handed off."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from bot.github.types import PayloadError
+from bot.service import EvalService, Outcome
+from bot.webhooks import signature
+from bot.webhooks.deliveries import DeliveryGate
+from bot.webhooks.routing import Event, Router
+
+log = logging.getLogger(__name__)
+PATH = "/github/webhook"
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+def webhook_api(
+    secret: bytes, max_body: int, router: Router, service: EvalService, gate: DeliveryGate
+) -> APIRouter:
+    api = APIRouter()
+
+    @api.post(PATH)
+    async def receive(request: Request) -> Response:
+        try:
+            body = await _read_body(request, max_body)
+        except BodyTooLarge:
+            return _error(413, f"the body is larger than {max_body} bytes")
+        if not signature.verify(secret, body, request.headers.get("x-hub-signature-256")):
+            return _error(401, "missing or wrong X-Hub-Signature-256")
+        return await _handle(request, body, router, service, gate)
+
+    return api
+
+
+async def _handle(
+    request: Request, body: bytes, router: Router, service: EvalService, gate: DeliveryGate
+) -> Response:
+    name = request.headers.get("x-github-event", "")
+    delivery = request.headers.get("x-github-delivery", "")
+    payload = _parse(body)
+    if payload is None:
+        return _error(400, "the body is not a JSON object")
+    if name == "ping":
+        return JSONResponse({"action": "pong", "zen": payload.get("zen", "")})
+    if not name or not router.knows(name):
+        return Response(status_code=204)
+    if not delivery:
+        return _error(400, "missing X-GitHub-Delivery")
+    if not await gate.claim(delivery, name):
+        return JSONResponse({"action": "duplicate", "delivery": delivery})
+    return await _dispatch(Event(name, delivery, payload), router, service, gate)
+
+
+async def _dispatch(
+    event: Event, router: Router, service: EvalService, gate: DeliveryGate
+) -> Response:
+    try:
+        outcomes = await router.dispatch(event, service)
+    except PayloadError as error:
+        return _error(400, str(error))
+    except Exception as error:
+        gate.release(event.delivery_id)
+        log.exception("delivery %s (%s) failed", event.delivery_id, event.name)
+        return _error(503, f"handling failed ({type(error).__name__}); redeliver to retry")
+    return JSONResponse(_summary(event, outcomes))
+
+
+def _summary(event: Event, outcomes: list[Outcome]) -> dict[str, Any]:
+    if not outcomes:
+        return {"action": "ignored", "detail": f"no handler for {event.name}.{event.action}"}
+    if len(outcomes) == 1:
+        return asdict(outcomes[0])
+    return {"action": "multiple", "outcomes": [asdict(o) for o in outcomes]}
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse(body: bytes) -> dict[str, Any] | None:
+    try:
+        payload = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)

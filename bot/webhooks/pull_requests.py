@@ -1,0 +1,40 @@
+"""`pull_request`: `eval:<dataset>` and `ok-to-eval` labels, new pushes, opening and closing."""
+
+from __future__ import annotations
+
+from bot.github.types import PullInfo
+from bot.service import EvalService, Outcome
+from bot.webhooks.payloads import field, sender_origin
+from bot.webhooks.routing import Event, Router
+
+router = Router()
+
+
+def _pull(event: Event) -> PullInfo:
+    return PullInfo.from_json(field(event.payload, "pull_request"))
+
+
+@router.register("pull_request", action="labeled")
+async def on_labeled(event: Event, service: EvalService) -> Outcome:
+    pull = _pull(event)
+    label = str(field(event.payload, "label", "name"))
+    return await service.on_labeled(sender_origin(event.payload, pull.number), pull, label)
+
+
+@router.register("pull_request", action="synchronize")
+async def on_synchronize(event: Event, service: EvalService) -> Outcome:
+    pull = _pull(event)
+    return await service.on_push(sender_origin(event.payload, pull.number), pull)
+
+
+@router.register("pull_request", action="opened")
+@router.register("pull_request", action="reopened")
+async def on_opened(event: Event, service: EvalService) -> Outcome:
+    pull = _pull(event)
+    return await service.on_opened(sender_origin(event.payload, pull.number), pull)
+
+
+@router.register("pull_request", action="closed")
+async def on_closed(event: Event, service: EvalService) -> Outcome:
+    pull = _pull(event)
+    return await service.on_closed(sender_origin(event.payload, pull.number), pull)
