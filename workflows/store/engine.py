@@ -24,14 +24,18 @@ WRITE_OPTION = "evalbot_write"
 """Execution option that marks a transaction as a writer (SQLite: BEGIN IMMEDIATE)."""
 
 _URL_HINT = "use sqlite:///PATH or postgresql://USER@HOST:PORT/DATABASE"
+_DEFAULT_DRIVERS = {"postgresql": "postgresql+psycopg2", "postgres": "postgresql+psycopg2"}
+"""SQLAlchemy 2.1 maps a bare postgresql:// to psycopg 3; evalbot ships psycopg2."""
 
 
 def parse_url(raw: str) -> URL:
-    """The URL, or a StoreError that does not repeat it (it may hold a password)."""
+    """The URL (bare postgresql:// gets psycopg2), or a StoreError that does not repeat it."""
     try:
         url = make_url(raw)
     except (sa_exc.ArgumentError, ValueError, TypeError):
         raise StoreError(f"The database URL is not a valid SQLAlchemy URL; {_URL_HINT}.") from None
+    if url.drivername in _DEFAULT_DRIVERS:
+        url = url.set(drivername=_DEFAULT_DRIVERS[url.drivername])
     if url.get_backend_name() not in SUPPORTED_BACKENDS:
         raise StoreError(f"The database backend {url.drivername!r} is not supported; {_URL_HINT}.")
     return url

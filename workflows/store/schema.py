@@ -6,6 +6,7 @@ The migration scripts ship inside this package (`workflows/store/migrations/`), 
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from workflows.store.tables import metadata
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 _PG_MIGRATION_LOCK = 7_265_118_020  # pg_advisory_xact_lock key: one migrator at a time
+_ALEMBIC_LOCK = threading.Lock()  # alembic's `op`/`context` proxies are process-global
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
@@ -39,7 +41,8 @@ def head_revision() -> str | None:
 
 def upgrade(engine: Engine) -> None:
     """Upgrade the database to head in one transaction, one migrator at a time."""
-    with engine.execution_options(**{WRITE_OPTION: True}).begin() as connection:
+    writer = engine.execution_options(**{WRITE_OPTION: True})
+    with _ALEMBIC_LOCK, writer.begin() as connection:
         if connection.dialect.name == "postgresql":
             connection.execute(
                 text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK}

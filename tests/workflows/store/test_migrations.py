@@ -1,0 +1,84 @@
+"""Migrations build exactly the sqlmodel tables, on both databases, and ship with the package."""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from pathlib import Path
+
+from alembic import command
+from sqlalchemy import create_engine, inspect, text
+
+from tests.workflows.store.builders import make_result, make_spec
+from workflows.store import Store, schema
+from workflows.store.engine import parse_url
+from workflows.store.tables import metadata
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+TABLES = {"experiments", "arms", "runs", "criterion_scores", "webhook_deliveries"}
+
+
+def _table_names(store_url: str) -> set[str]:
+    engine = create_engine(store_url)
+    try:
+        return set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_from_empty_matches_the_tables_exactly(store_url: str) -> None:
+    with Store(store_url) as store:
+        assert store.schema_revision() is None
+        store.migrate()
+        assert store.schema_revision() == schema.head_revision()
+        assert schema.schema_diff(store._engine) == []
+    assert _table_names(store_url) == TABLES | {"alembic_version"}
+    assert set(metadata.tables) == TABLES
+
+
+def test_the_comparison_notices_drift(store: Store, store_url: str) -> None:
+    engine = create_engine(store_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("DROP INDEX ix_experiments_dataset"))
+    finally:
+        engine.dispose()
+    diff = schema.schema_diff(store._engine)
+    assert [entry[0] for entry in diff] == ["add_index"]
+
+
+def test_migrating_again_is_a_no_op_that_keeps_data(store: Store) -> None:
+    store.save_experiment(make_spec())
+    store.save_run(make_result())
+    store.migrate()
+    assert store.get_run(make_result().run_id) == make_result()
+    assert store.schema_revision() == schema.head_revision()
+
+
+def test_downgrade_to_base_removes_every_table(store: Store, store_url: str) -> None:
+    engine = parse_url(store_url)
+    with store._engine.begin() as connection:
+        command.downgrade(schema.alembic_config(connection), "base")
+    assert _table_names(engine.render_as_string(hide_password=False)) == {"alembic_version"}
+    store.migrate()
+    assert _table_names(store_url) == TABLES | {"alembic_version"}
+
+
+def test_revisions_are_numbered_and_linear() -> None:
+    names = sorted(p.stem for p in (schema.MIGRATIONS_DIR / "versions").glob("[0-9]*.py"))
+    assert names, "no migration scripts found next to the package"
+    assert [name[:4] for name in names] == [f"{i:04d}" for i in range(1, len(names) + 1)]
+    assert schema.head_revision() == names[-1][:4]
+
+
+def test_every_migration_file_is_packaged() -> None:
+    """Non-Python files under migrations/ must match [tool.setuptools.package-data]."""
+    config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    patterns = [p for ps in config["tool"]["setuptools"]["package-data"].values() for p in ps]
+    files = [p for p in schema.MIGRATIONS_DIR.rglob("*") if p.is_file()]
+    data = [p for p in files if p.suffix not in (".py", ".pyc")]
+    assert any(p.name == "script.py.mako" for p in data)
+    unpackaged = [p.name for p in data if not any(fnmatch.fnmatch(p.name, pat) for pat in patterns)]
+    assert unpackaged == []
+    packages = [p.parent for p in files if p.suffix == ".py"]
+    assert all((folder / "__init__.py").exists() for folder in packages)
