@@ -47,7 +47,8 @@ class PairedComparison:
     ci_high: float | None = None
     p_value: float | None = None
     mde: float | None = None  # minimum detectable |Δ| at 80% power with this n and sd
-    dropped: tuple[str, ...] = ()  # cases with no usable score in one of the arms
+    dropped: tuple[str, ...] = ()  # cases run in both arms, with no usable score in one
+    pending: tuple[str, ...] = ()  # cases present in one arm only (the other has not run yet)
 
 
 def case_means(scores: TrialScores) -> dict[str, float]:
@@ -63,13 +64,17 @@ def case_means(scores: TrialScores) -> dict[str, float]:
 def paired_comparison(
     base: TrialScores, head: TrialScores, *, alpha: float = ALPHA, power: float = POWER
 ) -> PairedComparison:
-    """Compare head with base on the cases both have a judged score for (the rest are dropped)."""
+    """Compare head with base on the cases both have a judged score for.
+
+    A case in both mappings without a judged score in one of them (all its trials errored or
+    were not judged) is `dropped`; a case in one mapping only is `pending` (not yet run)."""
     base_means, head_means = case_means(base), case_means(head)
     paired = [c for c in head_means if c in base_means]
-    dropped = tuple(sorted((set(base) | set(head)) - set(paired)))
+    dropped = tuple(sorted((set(base) & set(head)) - set(paired)))
+    pending = tuple(sorted(set(base) ^ set(head)))
     b = np.array([base_means[c] for c in paired], dtype=float)
     h = np.array([head_means[c] for c in paired], dtype=float)
-    return _compare(b, h, alpha, power, dropped)
+    return replace(_compare(b, h, alpha, power, dropped), pending=pending)
 
 
 def _compare(

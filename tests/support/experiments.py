@@ -1,0 +1,98 @@
+"""Build an ExperimentSpec and its RunResults from per-cell numbers, for report and render tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from workflows.catalog.models import ArmSpec, ExperimentSpec
+from workflows.records import CriterionScore, RunResult, RunStatus, Usage, weighted_score
+
+SHAS = {"main": "a" * 40, "pr": "b1c2d3e" + "f" * 33, "alt": "c" * 40}
+
+# (case index, arm, trial) -> {criterion: score}
+ScoreFn = Callable[[int, str, int], dict[str, float | None]]
+
+
+def make_spec(
+    n_cases: int = 10, trials: int = 3, arms: Sequence[str] = ("main", "pr"), dataset: str = "bar"
+) -> ExperimentSpec:
+    return ExperimentSpec(
+        experiment_id="exp-1",
+        repo="/repo",
+        dataset=dataset,
+        case_ids=tuple(f"case-{i:02d}" for i in range(n_cases)),
+        arms=tuple(ArmSpec(name=a, ref=a, commit=SHAS[a]) for a in arms),
+        trials=trials,
+    )
+
+
+def scored_run(
+    spec: ExperimentSpec,
+    case_index: int,
+    arm: str,
+    trial: int,
+    scores: dict[str, float | None],
+    *,
+    cost: float = 0.01,
+    wall: float = 10.0,
+) -> RunResult:
+    criteria = tuple(
+        CriterionScore(name=name, grader="contains_all", weight=1.0, score=value)
+        for name, value in scores.items()
+    )
+    return _run(spec, case_index, arm, trial, RunStatus.SCORED).model_copy(
+        update={
+            "criteria": criteria,
+            "score": weighted_score(criteria),
+            "usage": Usage(input_tokens=1000, output_tokens=200, cost_usd=cost),
+            "wall_s": wall,
+        }
+    )
+
+
+def errored_run(
+    spec: ExperimentSpec, case_index: int, arm: str, trial: int, status: RunStatus, error: str
+) -> RunResult:
+    return _run(spec, case_index, arm, trial, status).model_copy(
+        update={"error": error, "wall_s": 30.0, "usage": Usage(cost_usd=0.02)}
+    )
+
+
+def _run(
+    spec: ExperimentSpec, case_index: int, arm: str, trial: int, status: RunStatus
+) -> RunResult:
+    case_id = spec.case_ids[case_index]
+    return RunResult(
+        run_id=f"{spec.experiment_id}/{case_id}/{arm}/{trial}",
+        experiment_id=spec.experiment_id,
+        case_id=case_id,
+        arm=arm,
+        trial=trial,
+        seed=0,
+        status=status,
+    )
+
+
+def all_runs(spec: ExperimentSpec, score: ScoreFn) -> list[RunResult]:
+    return [
+        scored_run(spec, i, arm.name, t, score(i, arm.name, t))
+        for i in range(len(spec.case_ids))
+        for arm in spec.arms
+        for t in range(spec.trials)
+    ]
+
+
+def binary_effect(effect: float, seed: int = 0) -> ScoreFn:
+    """Binary 'accuracy': pass probability 0.5 on base and 0.5 + effect on other arms, drawn
+    once per cell from a fixed generator (so the data are the same on every call)."""
+    rng = np.random.default_rng(seed)
+    draws = rng.random((200, 3, 20))
+
+    def score(case: int, arm: str, trial: int) -> dict[str, float | None]:
+        p = 0.5 if arm == "main" else 0.5 + effect
+        arm_index = {"main": 0, "pr": 1, "alt": 2}[arm]
+        return {"accuracy": float(draws[case, arm_index, trial] < p)}
+
+    return score
