@@ -101,9 +101,16 @@ class PostgresServer:
     def start(self) -> PostgresServer:
         """initdb + pg_ctl start; raises PostgresUnavailable with the server log on failure."""
         self._root = Path(tempfile.mkdtemp(prefix="evalbot-pg-"))
+        try:
+            return self._initdb_and_start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _initdb_and_start(self) -> PostgresServer:
         if os.geteuid() == 0:
             entry = pwd.getpwnam(self._os_user)
-            os.chown(self._root, entry.pw_uid, entry.pw_gid)
+            os.chown(self._folder(), entry.pw_uid, entry.pw_gid)
         self._check(
             self._run(
                 "initdb", "-D", str(self.data_dir), "-U", self.superuser, "--auth=trust",

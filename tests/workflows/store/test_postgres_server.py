@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import psycopg2
@@ -36,8 +37,14 @@ def test_each_postgres_url_is_a_fresh_database(postgres_server: PostgresServer) 
         psycopg2.connect(postgres_server.dsn(first))
 
 
-def test_missing_binaries_fail_with_how_to_install(tmp_path: Path) -> None:
+def test_missing_binaries_fail_with_how_to_install_and_leave_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with pytest.raises(PostgresUnavailable, match="apt-get install postgresql"):
-        find_bin_dir(tmp_path)
+        find_bin_dir(tmp_path / "nothing")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     with pytest.raises(PostgresUnavailable, match="initdb is missing"):
-        PostgresServer(bin_dir=tmp_path).start()
+        PostgresServer(bin_dir=tmp_path / "nothing").start()
+    assert list(scratch.iterdir()) == []
