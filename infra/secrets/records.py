@@ -1,18 +1,29 @@
 """What a sync remembers per group — Vault version, key names, keyed fingerprints, times — and
-where it keeps it. Never a value."""
+where it keeps it: the `secret_syncs` table of the evalbot database (`SqlSyncRecordStore`), or a
+JSON file (`JsonSyncRecordStore`, for tests and tools without a database). Never a value."""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy import select
 
 from infra.secrets.errors import SecretsError
+from workflows.store import StoreError
+from workflows.store.engine import (
+    WRITE_OPTION,
+    create_store_engine,
+    parse_url,
+    translated_errors,
+)
+from workflows.store.secret_syncs import secret_syncs
+from workflows.store.upsert import insert
 
 
 class SyncRecord(BaseModel):
@@ -41,7 +52,7 @@ class SyncRecordStore(Protocol):
 
 
 class JsonSyncRecordStore:
-    """Records in one JSON file, rewritten atomically (until the database table replaces it)."""
+    """Records in one JSON file, rewritten atomically."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -65,3 +76,56 @@ class JsonSyncRecordStore:
         temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         temp.write_text(payload, encoding="utf-8")
         os.replace(temp, self.path)
+
+
+class SqlSyncRecordStore:
+    """Records in the `secret_syncs` table (the schema must be migrated: `Store.migrate()`)."""
+
+    def __init__(self, url: str) -> None:
+        try:
+            self._url = parse_url(url)
+            self._engine = create_store_engine(self._url)
+        except StoreError as error:
+            raise SecretsError(str(error)) from None
+
+    def load(self) -> dict[str, SyncRecord]:
+        try:
+            with translated_errors(self._url), self._engine.connect() as connection:
+                rows = connection.execute(select(secret_syncs)).mappings().all()
+        except StoreError as error:
+            raise SecretsError(str(error)) from None
+        records = [_from_row(dict(row)) for row in rows]
+        return {r.group: r for r in records}
+
+    def save(self, records: Iterable[SyncRecord]) -> None:
+        writer = self._engine.execution_options(**{WRITE_OPTION: True})
+        try:
+            with translated_errors(self._url), writer.begin() as connection:
+                for record in records:
+                    values = _to_row(record)
+                    stmt = insert(connection.dialect.name, secret_syncs).values(**values)
+                    update = {k: v for k, v in values.items() if k != "group_name"}
+                    connection.execute(
+                        stmt.on_conflict_do_update(index_elements=["group_name"], set_=update)
+                    )
+        except StoreError as error:
+            raise SecretsError(str(error)) from None
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+
+def _to_row(record: SyncRecord) -> dict[str, object]:
+    data = record.model_dump(mode="python")
+    data["group_name"] = data.pop("group")
+    data["keys"] = list(record.keys)
+    return data
+
+
+def _from_row(row: dict[str, object]) -> SyncRecord:
+    row["group"] = row.pop("group_name")
+    for field in ("vault_created_at", "synced_at", "changed_at"):
+        value = row[field]
+        if isinstance(value, datetime) and value.tzinfo is None:  # SQLite drops the zone
+            row[field] = value.replace(tzinfo=UTC)
+    return SyncRecord.model_validate(row)

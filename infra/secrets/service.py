@@ -6,20 +6,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
+from infra.secrets.errors import SecretsError
 from infra.secrets.fingerprint import Fingerprinter
 from infra.secrets.mapping import load_mapping
-from infra.secrets.records import JsonSyncRecordStore, SyncRecordStore
+from infra.secrets.records import SqlSyncRecordStore, SyncRecordStore
 from infra.secrets.sink import build_sink
 from infra.secrets.status import GroupStatus, group_statuses
 from infra.secrets.sync import GroupChange, SecretSync
 from infra.secrets.vault import login
 from workflows.settings import Settings
-
-RECORDS_FILE = "secret-syncs.json"
+from workflows.store import Store, StoreError
 
 
 def record_store(settings: Settings) -> SyncRecordStore:
-    return JsonSyncRecordStore(settings.data_dir / RECORDS_FILE)
+    """The `secret_syncs` table of the configured database, migrated to the newest schema."""
+    try:
+        with Store.from_settings(settings) as store:
+            store.migrate()
+    except StoreError as error:
+        raise SecretsError(str(error)) from None
+    return SqlSyncRecordStore(settings.resolved_database_url)
 
 
 def build_sync(settings: Settings, environ: Mapping[str, str]) -> SecretSync:

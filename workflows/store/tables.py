@@ -126,3 +126,5 @@ arms = metadata.tables["arms"]
 runs = metadata.tables["runs"]
 criterion_scores = metadata.tables["criterion_scores"]
 webhook_deliveries = metadata.tables["webhook_deliveries"]
+
+import workflows.store.secret_syncs  # noqa: E402, F401  (registers the secret_syncs table)

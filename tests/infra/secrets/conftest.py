@@ -12,7 +12,7 @@ import pytest
 
 from infra.secrets.fingerprint import Fingerprinter
 from infra.secrets.mapping import SecretMapping, parse_mapping
-from infra.secrets.records import JsonSyncRecordStore
+from infra.secrets.service import record_store
 from infra.secrets.sink import LocalSecretSink
 from infra.secrets.sync import SecretSync
 from infra.secrets.vault import VaultReader
@@ -42,7 +42,7 @@ def make_sync(
         mapping=mapping,
         reader=reader,  # type: ignore[arg-type]
         sink=LocalSecretSink(LocalSecretStore.from_settings(settings)),
-        records=JsonSyncRecordStore(settings.data_dir / "secret-syncs.json"),
+        records=record_store(settings),  # the secret_syncs table, SQLite in data_dir
         fingerprinter=Fingerprinter(fingerprint_key),
     )
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import stat
 from datetime import UTC, datetime, timedelta
 
@@ -11,6 +10,7 @@ import hvac
 import pytest
 
 from infra.secrets.errors import MissingKey, SecretNotFound, VaultSealed, VaultUnreachable
+from infra.secrets.service import record_store
 from infra.secrets.sync import Action
 from infra.secrets.vault import VaultReader, VaultSecret
 from tests.infra.secrets.conftest import make_sync, mapping_for, put_secret
@@ -164,7 +164,7 @@ def test_server_dying_mid_sync_fails_clearly_and_leaves_every_group_intact(
         put_secret(client, "b", {"K": "old-value-bbbb"})
         mapping = mapping_for({"a": ("a", ["K"]), "b": ("b", ["K"])})
         make_sync(settings, mapping, VaultReader(client)).run(now=T0)
-        records_before = (settings.data_dir / "secret-syncs.json").read_bytes()
+        records_before = record_store(settings).load()
         put_secret(client, "a", {"K": "new-value-aaaa"})
         put_secret(client, "b", {"K": "new-value-bbbb"})
         dying = DiesAfterFirstRead(VaultReader(server.client()), server)
@@ -177,7 +177,7 @@ def test_server_dying_mid_sync_fails_clearly_and_leaves_every_group_intact(
     assert message.startswith(f"Vault at {server.url} is unreachable") and "\n" not in message
     store = LocalSecretStore.from_settings(settings)
     assert store.read_all() == {"a": {"K": "old-value-aaaa"}, "b": {"K": "old-value-bbbb"}}
-    assert (settings.data_dir / "secret-syncs.json").read_bytes() == records_before
+    assert record_store(settings).load() == records_before
     leftovers = [p.name for p in settings.secrets_dir.iterdir() if p.name.startswith(".staging")]
     assert leftovers == []
 
@@ -193,7 +193,7 @@ def test_a_sealed_vault_fails_clearly_and_writes_nothing(settings: Settings) -> 
             make_sync(settings, mapping, VaultReader(client)).run(now=T0)
 
     assert LocalSecretStore.from_settings(settings).read_all() == {}
-    assert not (settings.data_dir / "secret-syncs.json").exists()
+    assert record_store(settings).load() == {}
 
 
 def test_records_hold_fingerprints_never_values(
@@ -203,6 +203,12 @@ def test_records_hold_fingerprints_never_values(
     put_secret(root_client, f"{prefix}/a", {"K": value})
     make_sync(settings, mapping_for({"a": (f"{prefix}/a", ["K"])}), root_reader).run(now=T0)
 
-    text = (settings.data_dir / "secret-syncs.json").read_text()
-    assert value not in text
-    assert json.loads(text)[0]["key_fingerprints"]["K"].count(":") == 1
+    outside_the_store = [
+        path
+        for path in settings.data_dir.rglob("*")
+        if path.is_file() and settings.secrets_dir not in path.parents
+    ]
+    assert any(p.name.startswith("evalbot.db") for p in outside_the_store)
+    for path in outside_the_store:  # the database (and its WAL), the fingerprint key
+        assert value.encode() not in path.read_bytes(), path
+    assert record_store(settings).load()["a"].key_fingerprints["K"].count(":") == 1

@@ -15,7 +15,7 @@ from workflows.store.engine import parse_url
 from workflows.store.tables import metadata
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-TABLES = {"experiments", "arms", "runs", "criterion_scores", "webhook_deliveries"}
+TABLES = {"experiments", "arms", "runs", "criterion_scores", "webhook_deliveries", "secret_syncs"}
 
 
 def _table_names(store_url: str) -> set[str]:
