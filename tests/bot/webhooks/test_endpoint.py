@@ -1,0 +1,74 @@
+"""The webhook endpoint over real HTTP: signature, limits, parsing, ping, unknown events."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from bot.webhooks.signature import sign
+from tests.bot.conftest import AppServer, Sender
+from tests.bot.payloads import SECRET, load, pr_comment
+from tests.fakes.github_server import FakeGitHub
+from tests.fakes.launcher import FakeLauncher
+
+
+def test_ping_with_the_fixture_payload_is_answered(sender: Sender) -> None:
+    payload = load("ping")
+    response = sender.deliver("ping", payload)
+    assert response.status_code == 200
+    assert response.json() == {"action": "pong", "zen": payload["zen"]}
+
+
+def test_wrong_or_missing_signature_is_401(sender: Sender, launcher: FakeLauncher) -> None:
+    body = json.dumps(pr_comment("/eval tiny")).encode()
+    wrong = sign(b"not the secret", body)
+    assert sender.deliver("issue_comment", body, signature=wrong).status_code == 401
+    tampered = sign(SECRET.encode(), body)
+    assert sender.deliver("issue_comment", body + b" ", signature=tampered).status_code == 401
+    response = sender.client.post(
+        "/github/webhook", content=body, headers={"X-GitHub-Event": "issue_comment"}
+    )
+    assert response.status_code == 401
+    assert launcher.start_calls == []
+
+
+def test_bodies_over_the_limit_are_413(sender: Sender, app: AppServer) -> None:
+    body = b'{"zen": "' + b"x" * (256 * 1024) + b'"}'
+    assert sender.deliver("ping", body).status_code == 413
+
+    def chunks() -> object:  # no Content-Length: the limit applies while streaming
+        for _ in range(300):
+            yield b"x" * 1024
+
+    response = httpx.post(
+        app.url + "/github/webhook",
+        content=chunks(),  # type: ignore[arg-type]
+        headers={"X-GitHub-Event": "ping", "X-Hub-Signature-256": "sha256=00"},
+    )
+    assert response.status_code == 413
+
+
+def test_malformed_json_is_400(sender: Sender) -> None:
+    assert sender.deliver("issue_comment", b"{not json").status_code == 400
+    assert sender.deliver("issue_comment", b"[1, 2]").status_code == 400
+    assert sender.deliver("issue_comment", b"\xff\xfe").status_code == 400
+
+
+def test_unknown_events_are_204_and_touch_nothing(sender: Sender, github: FakeGitHub) -> None:
+    response = sender.deliver("star", {"action": "created", "sender": {"login": "x"}})
+    assert response.status_code == 204
+    response = sender.deliver("installation", load("installation.created"))
+    assert response.status_code == 204
+    assert github.calls == []
+
+
+def test_known_event_without_delivery_id_is_400(sender: Sender) -> None:
+    body = json.dumps(pr_comment("/eval tiny")).encode()
+    response = sender.deliver("issue_comment", body, headers={"X-GitHub-Delivery": ""})
+    assert response.status_code == 400
+
+
+def test_healthz(sender: Sender) -> None:
+    response = sender.client.get("/healthz")
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
