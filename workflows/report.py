@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -211,8 +212,8 @@ def _compare_arms(table: Table, criteria: list[str], base: str, head: str) -> Ar
     adjusted = holm_verdicts({c: r for c, r in judged.items() if c != _OVERALL_KEY})
     rows = []
     for name, result in compared.items():
-        if name not in judged:
-            rows.append(_row(name, result, verdict=Verdict.NOT_JUDGED))
+        if name not in judged:  # nothing to pair, so nothing was dropped either
+            rows.append(_row(name, replace(result, dropped=()), verdict=Verdict.NOT_JUDGED))
         elif name == _OVERALL_KEY:
             rows.append(_row(name, result, verdict=result.verdict))
         else:
