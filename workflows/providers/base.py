@@ -119,6 +119,7 @@ class ResourceUsage:
     wall_seconds: float = 0.0
     oom_killed: bool = False  # the memory limit killed a process
     pids_limit_hit: bool = False  # a fork was refused by the process limit
+    disk_limit_hit: bool = False  # /out + /world reached limits.disk_mb (writes failed: ENOSPC)
 
 
 class Sandbox(abc.ABC):
@@ -136,7 +137,7 @@ class Sandbox(abc.ABC):
 
     @abc.abstractmethod
     async def read_file(self, path: str, max_bytes: int = 1 << 20) -> bytes:
-        """Read a file at a sandbox path (e.g. `/out/.state.json`); SandboxFileError if too large."""
+        """Read a file at a sandbox path (e.g. `/out/.state.json`); SandboxFileError if too big."""
 
     @abc.abstractmethod
     async def write_file(self, path: str, data: bytes) -> None: ...

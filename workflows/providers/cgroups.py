@@ -1,0 +1,148 @@
+"""cgroups v1 for one sandbox: limits, accounting, and killing everything inside.
+
+One group named `evalbot/<sandbox id>` in each controller:
+
+    pids     pids.max                       the fork-bomb defence (RLIMIT_NPROC is not enforced
+                                            for root, and every sandbox uid is fresh anyway)
+    memory   memory.limit_in_bytes (+memsw)  the OOM killer acts inside the group only
+    cpu      cpu.cfs_quota_us / period       `limits.cpu` cores
+    cpuacct  cpuacct.usage                   CPU seconds used
+    freezer  freezer.state                   freeze, kill, thaw: nothing forks while we kill
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from workflows.providers.base import ResourceLimits
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CONTROLLERS = ("pids", "memory", "cpu", "cpuacct", "freezer")
+CFS_PERIOD_US = 100_000
+
+
+@dataclass(frozen=True)
+class CgroupUsage:
+    cpu_seconds: float
+    peak_memory_bytes: int
+    oom_kills: int
+    pids_max_hits: int
+
+
+def cgroups_available(root: Path = CGROUP_ROOT) -> str | None:
+    """None when every controller we need is mounted and writable; else what is missing."""
+    missing = [name for name in CONTROLLERS if not os.access(root / name, os.W_OK)]
+    if missing:
+        return f"cgroup v1 controllers not writable under {root}: {', '.join(missing)}"
+    return None
+
+
+def _read_int(path: Path, default: int = 0) -> int:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return default
+
+
+def _read_keyed(path: Path, key: str) -> int:
+    with contextlib.suppress(OSError):
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key and value.strip().isdigit():
+                return int(value)
+    return 0
+
+
+@dataclass(frozen=True)
+class CgroupSet:
+    name: str  # e.g. "evalbot/<sandbox id>"
+    root: Path = CGROUP_ROOT
+
+    def path(self, controller: str) -> Path:
+        return self.root / controller / self.name
+
+    def procs_files(self) -> list[Path]:
+        return [self.path(controller) / "cgroup.procs" for controller in CONTROLLERS]
+
+    def create(self, limits: ResourceLimits, memory_mb: int | None = None) -> None:
+        for controller in CONTROLLERS:
+            self.path(controller).mkdir(parents=True, exist_ok=True)
+        (self.path("pids") / "pids.max").write_text(str(max(limits.pids, 1)))
+        memory = str((memory_mb or limits.memory_mb) << 20)
+        (self.path("memory") / "memory.limit_in_bytes").write_text(memory)
+        memsw = self.path("memory") / "memory.memsw.limit_in_bytes"
+        if memsw.exists():  # no swapping past the limit either
+            memsw.write_text(memory)
+        cpu = self.path("cpu")
+        (cpu / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
+        (cpu / "cpu.cfs_quota_us").write_text(str(max(int(limits.cpu * CFS_PERIOD_US), 1000)))
+
+    def exists(self) -> bool:
+        return self.path("pids").is_dir()
+
+    def pids(self) -> list[int]:
+        try:
+            text = (self.path("pids") / "cgroup.procs").read_text()
+        except OSError:
+            return []
+        return [int(line) for line in text.split()]
+
+    def usage(self) -> CgroupUsage:
+        memory = self.path("memory")
+        return CgroupUsage(
+            cpu_seconds=_read_int(self.path("cpuacct") / "cpuacct.usage") / 1e9,
+            peak_memory_bytes=_read_int(memory / "memory.max_usage_in_bytes"),
+            oom_kills=_read_keyed(memory / "memory.oom_control", "oom_kill"),
+            pids_max_hits=_read_keyed(self.path("pids") / "pids.events", "max"),
+        )
+
+    async def kill_all(self, timeout_s: float = 10.0) -> bool:
+        """Freeze, SIGKILL every member, thaw; repeat until empty. True if it emptied in time."""
+        deadline = time.monotonic() + timeout_s
+        while pids := self.pids():
+            frozen = await self._set_frozen(True, deadline)
+            for pid in pids + (self.pids() if frozen else []):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            await self._set_frozen(False, deadline)
+            if time.monotonic() >= deadline:
+                return not self.pids()
+            await asyncio.sleep(0.005)
+        return True
+
+    async def _set_frozen(self, frozen: bool, deadline: float) -> bool:
+        state = self.path("freezer") / "freezer.state"
+        wanted = "FROZEN" if frozen else "THAWED"
+        give_up = min(deadline, time.monotonic() + 1.0)  # a task stuck in D state never freezes
+        try:
+            state.write_text(wanted)
+            while state.read_text().strip() != wanted:
+                if time.monotonic() >= give_up:
+                    return False
+                await asyncio.sleep(0.002)
+        except OSError:
+            return False
+        return True
+
+    async def remove(self, timeout_s: float = 5.0) -> None:
+        """rmdir every group (a group empties a moment after its last member died)."""
+        deadline = time.monotonic() + timeout_s
+        for controller in CONTROLLERS:
+            path = self.path(controller)
+            while True:
+                try:
+                    path.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError as error:
+                    if error.errno != errno.EBUSY or time.monotonic() >= deadline:
+                        raise
+                    await asyncio.sleep(0.01)

@@ -1,0 +1,105 @@
+"""What `local` and `process` sandboxes share: a host folder (layout.py), safe file access."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from workflows.providers import files
+from workflows.providers.base import FileInfo, Sandbox, SandboxError, SandboxFileError
+from workflows.providers.layout import Layout, read_meta, write_meta
+from workflows.providers.procs import is_alive
+
+READ_ONLY_ROOTS = ("repo",)  # the image is shared by every sandbox of the commit
+
+
+class FolderSandbox(Sandbox):
+    def __init__(self, sandbox_id: str, layout: Layout, meta: dict[str, Any]) -> None:
+        self.id = sandbox_id
+        self.layout = layout
+        self.meta = meta
+
+    # -- hooks ----------------------------------------------------------------------------------
+
+    def owner(self) -> tuple[int, int] | None:
+        """uid/gid given to files the host writes into /world and /out (None: leave as is)."""
+        return None
+
+    # -- files ----------------------------------------------------------------------------------
+
+    def target(self, path: str) -> files.HostPath:
+        return files.HostPath(path, self.layout.roots(Path(self.meta["image"])))
+
+    async def read_file(self, path: str, max_bytes: int = 1 << 20) -> bytes:
+        return await asyncio.to_thread(files.read_bytes, self.target(path), max_bytes)
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        target = self.target(path)
+        root = path.lstrip("/").split("/", 1)[0]
+        if root in READ_ONLY_ROOTS:
+            raise SandboxFileError(f"{path} is read-only (/{root} is shared)")
+        owner = self.owner() if root in ("world", "out") else None
+        await asyncio.to_thread(files.write_bytes, target, data, owner)
+
+    async def iter_file(self, path: str, chunk_size: int = 1 << 16) -> AsyncIterator[bytes]:
+        chunks = files.iter_chunks(self.target(path), chunk_size)
+        try:
+            while chunk := await asyncio.to_thread(next, chunks, b""):
+                yield chunk
+        finally:
+            await asyncio.to_thread(chunks.close)
+
+    async def list_files(self, root: str) -> list[FileInfo]:
+        return await asyncio.to_thread(files.list_tree, self.target(root))
+
+    # -- runner bookkeeping ---------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any] | None:
+        return read_state(self.layout.out)
+
+    def wall_seconds(self) -> float:
+        state = self.state() or {}
+        started, finished = state.get("started_at"), state.get("finished_at")
+        if not isinstance(started, int | float):
+            return 0.0
+        end = finished if isinstance(finished, int | float) else time.time()
+        return max(0.0, float(end) - float(started))
+
+    def runner(self) -> dict[str, int] | None:
+        """The runner's pid and start time, re-read (another worker may have started it)."""
+        runner = read_meta(self.layout).get("runner")
+        return runner if isinstance(runner, dict) else None
+
+    def record_runner(self, pid: int, started: int) -> None:
+        self.meta["runner"] = {"pid": pid, "start_time": started}
+        write_meta(self.layout, self.meta)
+
+    async def runner_alive(self) -> bool:
+        try:
+            runner = await asyncio.to_thread(self.runner)
+        except SandboxError:
+            return False
+        return runner is not None and is_alive(runner["pid"], runner["start_time"])
+
+    def already_started(self) -> bool:
+        """True if a runner was started (alive or not); raises if it died without a state file."""
+        runner = self.runner()
+        if runner is None:
+            return False
+        if not is_alive(runner["pid"], runner["start_time"]) and self.state() is None:
+            raise SandboxError(f"the runner of sandbox {self.id} exited without writing its state")
+        return True
+
+
+def read_state(out_dir: Path) -> dict[str, Any] | None:
+    """The runner's state file in `out_dir`, or None if missing, unreadable or being replaced."""
+    try:
+        raw = files.read_bytes(files.HostPath("/out/.state.json", {"out": out_dir}), 1 << 16)
+        state = json.loads(raw)
+    except (SandboxError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None

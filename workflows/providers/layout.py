@@ -1,0 +1,172 @@
+"""The host folder of one sandbox (shared by the `local` and `process` providers).
+
+    <sandbox_dir>/<id>/
+        world/      private copy of the case's world          -> /world
+        case/       case.json and attachments                 -> /case
+        out/        what the agent writes, logs, .state.json  -> /out
+        meta.json   spec, uid, runner pid (root-only: it holds the spec's env)
+        runner.log  the launcher's and runner's own stderr (never shown to the agent)
+
+Sandbox ids are `<slug of run id>-<random hex>`: a retried provision never collides with a sandbox
+an earlier attempt left behind, and ids are safe as folder and cgroup names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from workflows.providers.base import (
+    SandboxCreateError,
+    SandboxError,
+    SandboxNotFound,
+    SandboxSpec,
+)
+
+ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}-[0-9a-f]{12}$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SANDBOX_ROOTS = ("repo", "world", "case", "out")
+
+
+def new_sandbox_id(run_id: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", run_id.lower()).strip("-")[:48].strip("-") or "sandbox"
+    return f"{slug}-{secrets.token_hex(6)}"
+
+
+def check_sandbox_id(sandbox_id: str) -> str:
+    if not ID_PATTERN.fullmatch(sandbox_id):
+        raise SandboxNotFound(f"no sandbox has the id {sandbox_id!r} (not a sandbox id)")
+    return sandbox_id
+
+
+@dataclass(frozen=True)
+class Layout:
+    root: Path
+
+    @property
+    def world(self) -> Path:
+        return self.root / "world"
+
+    @property
+    def case(self) -> Path:
+        return self.root / "case"
+
+    @property
+    def out(self) -> Path:
+        return self.root / "out"
+
+    @property
+    def meta(self) -> Path:
+        return self.root / "meta.json"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "runner.log"
+
+    def roots(self, repo: Path) -> dict[str, Path]:
+        """Sandbox root name -> host folder."""
+        return {"repo": repo, "world": self.world, "case": self.case, "out": self.out}
+
+
+def spec_to_meta(spec: SandboxSpec) -> dict[str, Any]:
+    return {
+        "run_id": spec.run_id,
+        "image": spec.image,
+        "world_dir": str(spec.world_dir),
+        "limits": spec.limits.as_dict(),
+        "env": dict(spec.env),
+        "allow_domains": list(spec.allow_domains),
+        "labels": dict(spec.labels),
+    }
+
+
+def write_meta(layout: Layout, meta: Mapping[str, Any]) -> None:
+    """Atomically, readable by root only (the spec's env may hold secrets)."""
+    tmp = layout.meta.with_name(f".meta.json.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(meta, handle)
+    os.replace(tmp, layout.meta)
+
+
+def read_meta(layout: Layout) -> dict[str, Any]:
+    try:
+        data = json.loads(layout.meta.read_bytes())
+    except FileNotFoundError:
+        raise SandboxNotFound(f"sandbox {layout.root.name} does not exist (any more)") from None
+    except (OSError, ValueError) as error:
+        raise SandboxError(f"sandbox {layout.root.name} has unreadable metadata: {error}") from None
+    if not isinstance(data, dict):
+        raise SandboxError(f"sandbox {layout.root.name} has malformed metadata")
+    return data
+
+
+def case_file_path(case_dir: Path, name: str) -> Path:
+    parts = PurePosixPath(name).parts
+    if not parts or PurePosixPath(name).is_absolute() or ".." in parts or "\x00" in name:
+        raise SandboxCreateError(f"case file name {name!r} must be a relative path inside /case")
+    return case_dir.joinpath(*parts)
+
+
+def write_case_files(case_dir: Path, files: Mapping[str, bytes]) -> None:
+    case_dir.mkdir(mode=0o755, exist_ok=True)
+    for name, content in files.items():
+        path = case_file_path(case_dir, name)
+        path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        path.write_bytes(content)
+        path.chmod(0o644)
+
+
+async def copy_world(source: Path, dest: Path) -> None:
+    """`cp -a --reflink=auto`: a private copy, shared blocks where the file system allows."""
+    if not source.is_dir():
+        raise SandboxCreateError(f"world folder {source} does not exist")
+    process = await asyncio.create_subprocess_exec(
+        "cp", "-a", "--reflink=auto", "--no-target-directory", "--", str(source), str(dest),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, stderr = await process.communicate()
+    if process.returncode != 0:
+        detail = stderr.decode(errors="replace").strip().splitlines()[-1:] or ["unknown error"]
+        raise SandboxCreateError(f"could not copy the world {source.name}: {detail[0]}")
+
+
+def tree_size(path: Path) -> int:
+    """Bytes the files below `path` occupy (4 KiB blocks, plus one block per folder)."""
+    total = 0
+    for folder, dirs, files in os.walk(path):
+        total += 4096 * (1 + len(dirs))
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += -(-os.lstat(os.path.join(folder, name)).st_size // 4096) * 4096
+    return total
+
+
+def build_env(
+    base: Mapping[str, str], *layers: Mapping[str, str], fixed: Mapping[str, str]
+) -> dict[str, str]:
+    """`base`, then each layer (later wins), then `fixed` (the EVALBOT_*_DIR paths) on top."""
+    env = dict(base)
+    for layer in layers:
+        for name, value in layer.items():
+            if not ENV_NAME.fullmatch(name):
+                raise SandboxError(f"environment variable name {name!r} is not a valid name")
+            if "\x00" in value:
+                raise SandboxError(f"environment variable {name} contains a NUL byte")
+            env[name] = value
+    env.update(fixed)
+    return env
+
+
+def dir_env(paths: Mapping[str, str]) -> dict[str, str]:
+    return {f"EVALBOT_{name.upper()}_DIR": path for name, path in paths.items()}

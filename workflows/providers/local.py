@@ -1,0 +1,372 @@
+"""The `local` provider: bubblewrap sandboxes on this machine (docs/sandbox.md has the design).
+
+Per sandbox: a loop-mounted ext4 disk at `<sandbox_dir>/<id>/` (world/, case/, out/, etc/,
+meta.json, runner.log), cgroups `evalbot/<id>`, and a uid of its own. `start` launches the runner
+detached, as pid 1 of the sandbox's pid namespace, so it outlives the worker and any worker can
+`attach` to it later. Requires root, bubblewrap, util-linux (setpriv, mount), e2fsprogs, and
+writable cgroup v1 controllers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from workflows.providers import seccomp
+from workflows.providers.base import (
+    ExecResult,
+    ProviderRefused,
+    ResourceLimits,
+    ResourceUsage,
+    SandboxCreateError,
+    SandboxError,
+    SandboxNotFound,
+    SandboxProvider,
+    SandboxSpec,
+)
+from workflows.providers.bwrap import BASE_ENV, BUILD_ETC_FILES, Bind, BwrapCommand, write_etc
+from workflows.providers.cgroups import CGROUP_ROOT, CgroupSet, CgroupUsage, cgroups_available
+from workflows.providers.disk import create_disk, disk_full, disk_size_mb, remove_disk
+from workflows.providers.folder import FolderSandbox, read_state
+from workflows.providers.images import ImageBuilder
+from workflows.providers.launch import joined, launch_detached, run_bounded, wait_ready
+from workflows.providers.layout import (
+    Layout,
+    build_env,
+    check_sandbox_id,
+    copy_world,
+    dir_env,
+    new_sandbox_id,
+    read_meta,
+    spec_to_meta,
+    tree_size,
+    write_case_files,
+    write_meta,
+)
+from workflows.providers.procs import start_time
+from workflows.providers.slots import UidSlots
+
+log = logging.getLogger(__name__)
+
+RUNNER = Path(__file__).with_name("runner.py")
+SANDBOX_PYTHON = "/usr/bin/python3"
+SANDBOX_DIRS = {"repo": "/repo", "world": "/world", "case": "/case", "out": "/out"}
+BUILD_LIMITS = ResourceLimits(cpu=2.0, memory_mb=4096, pids=1024, file_size_mb=2048, disk_mb=2048)
+MIB = 1 << 20
+
+
+def runner_command(
+    limits: ResourceLimits, command: str, ready_fd: int, timeout_s: float
+) -> list[str]:
+    return [
+        SANDBOX_PYTHON, "-I", "-S", "/evalbot/runner.py",
+        "--out", "/out", "--cwd", "/repo", "--timeout", f"{timeout_s:g}",
+        "--log-limit", str(limits.stdout_limit_mb * MIB), "--fsize", str(limits.file_size_mb * MIB),
+        "--ready-fd", str(ready_fd), "--pid-namespace", "--", command,
+    ]  # fmt: skip
+
+
+def seccomp_memfd() -> int | None:
+    program = seccomp.program()
+    if program is None:
+        return None
+    fd = os.memfd_create("evalbot-seccomp", os.MFD_CLOEXEC)
+    os.write(fd, program)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def chown_tree(top: Path, uid: int, gid: int) -> None:
+    os.lchown(top, uid, gid)
+    for folder, dirs, names in os.walk(top):
+        for name in (*dirs, *names):
+            os.lchown(os.path.join(folder, name), uid, gid)
+
+
+def close_fds(*fds: int | None) -> None:
+    for fd in fds:
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+class LocalSandbox(FolderSandbox):
+    def __init__(
+        self, provider: LocalProvider, sandbox_id: str, layout: Layout, meta: dict[str, Any]
+    ) -> None:
+        super().__init__(sandbox_id, layout, meta)
+        self.provider = provider
+        self.uid = int(meta["uid"])
+        self.cgroups = CgroupSet(f"evalbot/{sandbox_id}", provider.cgroup_root)
+        self.disk_image = provider.disk_dir / f"{sandbox_id}.ext4"
+
+    def owner(self) -> tuple[int, int]:
+        return (self.uid, self.uid)
+
+    @property
+    def limits(self) -> ResourceLimits:
+        return ResourceLimits(**self.meta["limits"])
+
+    def env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        return build_env(BASE_ENV, self.meta["env"], extra or {}, fixed=dir_env(SANDBOX_DIRS))
+
+    def bwrap(self, **options: Any) -> BwrapCommand:
+        binds = [
+            Bind(Path(self.meta["image"]), "/repo"),
+            Bind(self.layout.world, "/world", writable=True),
+            Bind(self.layout.case, "/case"),
+            Bind(self.layout.out, "/out", writable=True),
+            Bind(RUNNER, "/evalbot/runner.py"),
+        ]
+        return BwrapCommand(
+            uid=self.uid,
+            gid=self.uid,
+            etc_dir=self.layout.root / "etc",
+            binds=binds,
+            chdir="/repo",
+            tmp_mb=self.limits.disk_mb,
+            **options,
+        )
+
+    def require_alive(self) -> None:
+        if not self.cgroups.exists():
+            raise SandboxError(f"sandbox {self.id} has been terminated")
+
+    async def start(self, command: str, env: dict[str, str] | None = None) -> None:
+        if await asyncio.to_thread(self.already_started):
+            return  # a retried start: the runner is already there
+        self.require_alive()
+        read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+        filter_fd = seccomp_memfd()
+        argv = self.bwrap(as_pid_1=True, seccomp_fd=filter_fd).argv(
+            runner_command(self.limits, command, write_fd, self.limits.wall_timeout_s)
+        )
+        try:
+            pid = await launch_detached(
+                argv,
+                env=self.env(env),
+                log=self.layout.log,
+                cgroup_procs=self.cgroups.procs_files(),
+                pass_fds=[fd for fd in (write_fd, filter_fd) if fd is not None],
+            )
+        except BaseException:
+            close_fds(read_fd)
+            raise
+        finally:
+            close_fds(write_fd, filter_fd)
+        await asyncio.to_thread(self.record_runner, pid, start_time(pid) or 0)
+        if not await wait_ready(read_fd, self.provider.start_timeout_s):
+            raise SandboxError(f"the runner of sandbox {self.id} did not start: {self.log_tail()}")
+
+    def log_tail(self) -> str:
+        try:
+            lines = self.layout.log.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "no log"
+        return " / ".join(lines[-3:]) or "no log"
+
+    async def exec(self, command: list[str], timeout_s: float = 60) -> ExecResult:
+        self.require_alive()
+        fsize = self.limits.file_size_mb * MIB
+        limited = ["/usr/bin/prlimit", f"--fsize={fsize}", "--core=0", "--", *command]
+        filter_fd = seccomp_memfd()
+        try:
+            argv = self.bwrap(die_with_parent=True, seccomp_fd=filter_fd).argv(limited)
+            return await run_bounded(
+                joined(self.cgroups.procs_files(), argv),
+                env=self.env(None),
+                cwd="/",
+                timeout_s=timeout_s,
+                pass_fds=[filter_fd] if filter_fd is not None else [],
+            )
+        finally:
+            close_fds(filter_fd)
+
+    async def usage(self) -> ResourceUsage:
+        measured = self.cgroups.usage() if self.cgroups.exists() else CgroupUsage(0.0, 0, 0, 0)
+        return ResourceUsage(
+            cpu_seconds=round(measured.cpu_seconds, 3),
+            peak_memory_mb=round(measured.peak_memory_bytes / MIB, 1),
+            wall_seconds=round(self.wall_seconds(), 3),
+            oom_killed=measured.oom_kills > 0,
+            pids_limit_hit=measured.pids_max_hits > 0,
+            disk_limit_hit=disk_full(self.layout.root),
+        )
+
+    async def terminate(self) -> None:
+        try:
+            if self.cgroups.exists():
+                if not await self.cgroups.kill_all():
+                    raise SandboxError(f"sandbox {self.id}: some processes would not die")
+                await self.cgroups.remove()
+            await remove_disk(self.disk_image, self.layout.root)
+        except OSError as error:
+            raise SandboxError(f"could not terminate sandbox {self.id}: {error.strerror}") from None
+        self.provider.slots.release(self.uid, self.id)
+
+
+class LocalProvider(SandboxProvider):
+    name = "local"
+
+    def __init__(
+        self,
+        sandbox_dir: Path,
+        image_dir: Path,
+        *,
+        uid_base: int = 100_000,
+        uid_count: int = 50_000,
+        build_env: Mapping[str, str] | None = None,
+        build_limits: ResourceLimits = BUILD_LIMITS,
+        build_timeout_s: float = 1800,
+        cgroup_root: Path = CGROUP_ROOT,
+        start_timeout_s: float = 30,
+    ) -> None:
+        self.sandbox_dir = sandbox_dir.absolute()
+        self.disk_dir = self.sandbox_dir / ".disks"
+        self.images = ImageBuilder(image_dir.absolute())
+        self.slots = UidSlots(self.sandbox_dir / ".uids", uid_base, uid_count)
+        self.build_uid = uid_base - 1
+        self.build_env = dict(build_env or {})
+        self.build_limits = build_limits
+        self.build_timeout_s = build_timeout_s
+        self.cgroup_root = cgroup_root
+        self.start_timeout_s = start_timeout_s
+        self._host_checked = False
+
+    def check_host(self) -> None:
+        if self._host_checked:
+            return
+        problem = host_problem(self.cgroup_root)
+        if problem:
+            raise ProviderRefused(f"the local sandbox provider cannot run here: {problem}")
+        self._host_checked = True
+
+    # -- create ---------------------------------------------------------------------------------
+
+    async def create(self, spec: SandboxSpec) -> LocalSandbox:
+        self.check_host()
+        if not Path(spec.image).is_dir():
+            raise SandboxCreateError(
+                f"image {spec.image} is not a built checkout (see build_image)"
+            )
+        if spec.allow_domains:
+            log.warning(
+                "local sandboxes have no network; allow_domains %s is not granted",
+                spec.allow_domains,
+            )
+        sandbox_id = new_sandbox_id(spec.run_id)
+        uid = self.slots.claim(sandbox_id)
+        meta = {"id": sandbox_id, "provider": self.name, "uid": uid, "created_at": time.time()}
+        meta |= spec_to_meta(spec) | {"runner": None}
+        sandbox = LocalSandbox(self, sandbox_id, Layout(self.sandbox_dir / sandbox_id), meta)
+        try:
+            await self._provision(sandbox, spec)
+        except BaseException as error:
+            with contextlib.suppress(SandboxError):
+                await asyncio.shield(sandbox.terminate())
+            if isinstance(error, OSError):
+                raise SandboxCreateError(f"could not create a sandbox: {error}") from None
+            raise
+        return sandbox
+
+    async def _provision(self, sandbox: LocalSandbox, spec: SandboxSpec) -> None:
+        layout, uid = sandbox.layout, sandbox.uid
+        content = (
+            await asyncio.to_thread(tree_size, spec.world_dir) if spec.world_dir.is_dir() else 0
+        )
+        content += sum(len(data) for data in spec.case_files.values())
+        size = disk_size_mb(content, spec.limits.disk_mb)
+        await create_disk(sandbox.disk_image, layout.root, size)
+        layout.log.touch(mode=0o600)
+        await copy_world(spec.world_dir, layout.world)
+        await asyncio.to_thread(chown_tree, layout.world, uid, uid)
+        layout.out.mkdir(mode=0o755)
+        os.chown(layout.out, uid, uid)
+        write_case_files(layout.case, spec.case_files)
+        write_etc(layout.root / "etc", uid, uid)
+        sandbox.cgroups.create(spec.limits)
+        write_meta(layout, sandbox.meta)
+
+    async def attach(self, sandbox_id: str) -> LocalSandbox:
+        layout = Layout(self.sandbox_dir / check_sandbox_id(sandbox_id))
+        meta = await asyncio.to_thread(read_meta, layout)
+        if meta.get("provider") != self.name:
+            raise SandboxNotFound(f"sandbox {sandbox_id} was not created by the local provider")
+        return LocalSandbox(self, sandbox_id, layout, meta)
+
+    # -- images ---------------------------------------------------------------------------------
+
+    async def build_image(self, source_repo: Path, commit: str, setup: str) -> str:
+        self.check_host()
+        return await self.images.build(source_repo, commit, setup, self._run_setup)
+
+    async def _run_setup(self, repo: Path, build_dir: Path, setup: str) -> dict[str, Any]:
+        uid = self.build_uid
+        await asyncio.to_thread(chown_tree, repo, uid, uid)
+        os.chown(build_dir, uid, uid)
+        write_etc(build_dir.parent / "etc", uid, uid)
+        cgroups = CgroupSet(f"evalbot/build-{secrets.token_hex(6)}", self.cgroup_root)
+        cgroups.create(self.build_limits)
+        filter_fd = seccomp_memfd()
+        try:
+            result = await self._build_in_sandbox(repo, build_dir, setup, cgroups, filter_fd)
+        finally:
+            close_fds(filter_fd)
+            await cgroups.kill_all()
+            await cgroups.remove()
+        state = read_state(build_dir)
+        if state is None:
+            detail = (result.stderr or result.stdout).decode(errors="replace").strip()[-300:]
+            raise SandboxCreateError(f"the build sandbox did not start: {detail or 'no output'}")
+        return state
+
+    async def _build_in_sandbox(
+        self, repo: Path, build_dir: Path, setup: str, cgroups: CgroupSet, filter_fd: int | None
+    ) -> ExecResult:
+        command = BwrapCommand(
+            uid=self.build_uid,
+            gid=self.build_uid,
+            etc_dir=build_dir.parent / "etc",
+            binds=[
+                Bind(repo, "/repo", True),
+                Bind(build_dir, "/out", True),
+                Bind(RUNNER, "/evalbot/runner.py"),
+            ],
+            chdir="/repo",
+            tmp_mb=self.build_limits.disk_mb,
+            network=True,
+            as_pid_1=True,
+            die_with_parent=True,
+            seccomp_fd=filter_fd,
+            extra_etc=BUILD_ETC_FILES,
+        )
+        runner = runner_command(self.build_limits, setup, -1, self.build_timeout_s)
+        env = build_env(BASE_ENV, self.build_env, fixed=dir_env({"repo": "/repo", "out": "/out"}))
+        return await run_bounded(
+            joined(cgroups.procs_files(), command.argv(runner)),
+            env=env,
+            cwd="/",
+            timeout_s=self.build_timeout_s + 60,
+            pass_fds=[filter_fd] if filter_fd is not None else [],
+        )
+
+
+def host_problem(cgroup_root: Path) -> str | None:
+    if os.geteuid() != 0:
+        return "it must run as root (cgroups, loop disks, a uid per sandbox)"
+    for tool in ("bwrap", "setpriv", "prlimit", "mkfs.ext4", "mount", "git"):
+        if shutil.which(tool, path=f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin") is None:
+            return f"{tool} is not installed"
+    if not RUNNER.stat().st_mode & 0o004:
+        return f"{RUNNER} must be readable by everyone (the sandbox users run it)"
+    if not Path(SANDBOX_PYTHON).is_file():
+        return f"{SANDBOX_PYTHON} (the runner's interpreter inside sandboxes) is missing"
+    return cgroups_available(cgroup_root)

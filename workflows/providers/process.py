@@ -1,0 +1,209 @@
+"""The `process` provider: agents run as plain host processes. NO isolation: trusted code only.
+
+Same folder layout as `local` (layout.py), but nothing is mounted: the agent finds its folders
+through EVALBOT_REPO_DIR / _WORLD_DIR / _CASE_DIR / _OUT_DIR, runs as the worker's user with the
+worker's view of the machine, and only the runner's limits apply (wall timeout, log caps,
+RLIMIT_FSIZE). Kept cheap (no cgroups, no disks) for the orchestration benchmark. It refuses to do
+anything unless constructed with `allowed=True` (settings.allow_process_provider).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from workflows.providers.base import (
+    ExecResult,
+    ProviderRefused,
+    ResourceLimits,
+    ResourceUsage,
+    SandboxCreateError,
+    SandboxError,
+    SandboxNotFound,
+    SandboxProvider,
+    SandboxSpec,
+)
+from workflows.providers.folder import FolderSandbox, read_state
+from workflows.providers.images import ImageBuilder
+from workflows.providers.launch import launch_detached, run_bounded, wait_ready
+from workflows.providers.layout import (
+    Layout,
+    build_env,
+    check_sandbox_id,
+    copy_world,
+    dir_env,
+    new_sandbox_id,
+    read_meta,
+    spec_to_meta,
+    write_case_files,
+    write_meta,
+)
+from workflows.providers.procs import is_alive, kill, start_time, wait_gone
+
+RUNNER = Path(__file__).with_name("runner.py")
+MIB = 1 << 20
+TERMINATE_GRACE_S = 5.0
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+class ProcessSandbox(FolderSandbox):
+    def __init__(
+        self, provider: ProcessProvider, sandbox_id: str, layout: Layout, meta: dict[str, Any]
+    ) -> None:
+        super().__init__(sandbox_id, layout, meta)
+        self.provider = provider
+
+    @property
+    def limits(self) -> ResourceLimits:
+        return ResourceLimits(**self.meta["limits"])
+
+    @property
+    def tmp(self) -> Path:
+        return self.layout.root / "tmp"
+
+    def env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        base = {**self.provider.base_env, "HOME": str(self.tmp), "TMPDIR": str(self.tmp)}
+        folders = {
+            name: str(path) for name, path in self.layout.roots(Path(self.meta["image"])).items()
+        }
+        return build_env(base, self.meta["env"], extra or {}, fixed=dir_env(folders))
+
+    def require_alive(self) -> None:
+        if not self.layout.meta.is_file():
+            raise SandboxError(f"sandbox {self.id} has been terminated")
+
+    async def start(self, command: str, env: dict[str, str] | None = None) -> None:
+        if await asyncio.to_thread(self.already_started):
+            return
+        self.require_alive()
+        read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+        limits = self.limits
+        argv = [
+            self.provider.python, "-I", "-S", str(RUNNER),
+            "--out", str(self.layout.out), "--cwd", self.meta["image"],
+            "--timeout", str(limits.wall_timeout_s),
+            "--log-limit", str(limits.stdout_limit_mb * MIB),
+            "--fsize", str(limits.file_size_mb * MIB),
+            "--ready-fd", str(write_fd), "--", command,
+        ]  # fmt: skip
+        try:
+            pid = await launch_detached(
+                argv, env=self.env(env), log=self.layout.log, pass_fds=[write_fd]
+            )
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        await asyncio.to_thread(self.record_runner, pid, start_time(pid) or 0)
+        if not await wait_ready(read_fd, self.provider.start_timeout_s):
+            raise SandboxError(f"the runner of sandbox {self.id} did not start")
+
+    async def exec(self, command: list[str], timeout_s: float = 60) -> ExecResult:
+        self.require_alive()
+        return await run_bounded(
+            command, env=self.env(None), cwd=self.meta["image"], timeout_s=timeout_s
+        )
+
+    async def usage(self) -> ResourceUsage:
+        rusage = (read_state(self.layout.out) or {}).get("rusage") or {}
+        return ResourceUsage(
+            cpu_seconds=float(rusage.get("cpu_seconds", 0.0)),
+            peak_memory_mb=float(rusage.get("max_rss_mb", 0.0)),
+            wall_seconds=round(self.wall_seconds(), 3),
+        )
+
+    async def terminate(self) -> None:
+        """Ask the runner to stop (it kills the agent's processes), force it if it will not."""
+        runner = None
+        if self.layout.meta.is_file():
+            try:
+                runner = await asyncio.to_thread(self.runner)
+            except SandboxError:
+                runner = None
+        if runner is not None and is_alive(runner["pid"], runner["start_time"]):
+            pid, started = runner["pid"], runner["start_time"]
+            kill(pid, started, signal.SIGTERM)
+            if not await wait_gone(pid, started, TERMINATE_GRACE_S):
+                kill(pid, started, signal.SIGKILL)
+                await wait_gone(pid, started, TERMINATE_GRACE_S)
+        await asyncio.to_thread(shutil.rmtree, self.layout.root, True)
+
+
+class ProcessProvider(SandboxProvider):
+    name = "process"
+
+    def __init__(
+        self,
+        sandbox_dir: Path,
+        image_dir: Path,
+        *,
+        allowed: bool = False,
+        python: str = sys.executable,
+        base_env: Mapping[str, str] | None = None,
+        start_timeout_s: float = 30,
+    ) -> None:
+        if not allowed:
+            raise ProviderRefused(
+                "the process provider runs agents without any isolation; enable it on purpose "
+                "(EVALBOT_ALLOW_PROCESS_PROVIDER=1), and only for trusted agent code"
+            )
+        self.sandbox_dir = sandbox_dir.absolute()
+        self.images = ImageBuilder(image_dir.absolute())
+        self.python = python
+        self.base_env = {"PATH": DEFAULT_PATH, "LANG": "C.UTF-8", **(base_env or {})}
+        self.start_timeout_s = start_timeout_s
+
+    async def create(self, spec: SandboxSpec) -> ProcessSandbox:
+        if not Path(spec.image).is_dir():
+            raise SandboxCreateError(
+                f"image {spec.image} is not a built checkout (see build_image)"
+            )
+        sandbox_id = new_sandbox_id(spec.run_id)
+        layout = Layout(self.sandbox_dir / sandbox_id)
+        meta = {"id": sandbox_id, "provider": self.name, "created_at": time.time()}
+        meta |= spec_to_meta(spec) | {"runner": None}
+        try:
+            layout.root.mkdir(parents=True, mode=0o700)
+            await copy_world(spec.world_dir, layout.world)
+            layout.out.mkdir()
+            (layout.root / "tmp").mkdir()
+            write_case_files(layout.case, spec.case_files)
+            write_meta(layout, meta)
+        except BaseException as error:
+            await asyncio.shield(asyncio.to_thread(shutil.rmtree, layout.root, True))
+            if isinstance(error, OSError):
+                raise SandboxCreateError(f"could not create a sandbox: {error}") from None
+            raise
+        return ProcessSandbox(self, sandbox_id, layout, meta)
+
+    async def attach(self, sandbox_id: str) -> ProcessSandbox:
+        layout = Layout(self.sandbox_dir / check_sandbox_id(sandbox_id))
+        meta = await asyncio.to_thread(read_meta, layout)
+        if meta.get("provider") != self.name:
+            raise SandboxNotFound(f"sandbox {sandbox_id} was not created by the process provider")
+        return ProcessSandbox(self, sandbox_id, layout, meta)
+
+    async def build_image(self, source_repo: Path, commit: str, setup: str) -> str:
+        return await self.images.build(source_repo, commit, setup, self._run_setup)
+
+    async def _run_setup(self, repo: Path, build_dir: Path, setup: str) -> dict[str, Any]:
+        """The setup runs in the checkout as a host process, through the runner."""
+        argv = [
+            self.python, "-I", "-S", str(RUNNER), "--out", str(build_dir), "--cwd", str(repo),
+            "--timeout", "1800", "--log-limit", str(64 * MIB), "--", setup,
+        ]  # fmt: skip
+        env = {"HOME": str(build_dir), **self.base_env, "EVALBOT_REPO_DIR": str(repo)}
+        result = await run_bounded(argv, env=env, cwd=repo, timeout_s=1900)
+        state = read_state(build_dir)
+        if state is None:
+            detail = result.stderr.decode(errors="replace").strip()[-300:]
+            raise SandboxCreateError(f"the build runner failed: {detail or 'no output'}")
+        return state
