@@ -170,9 +170,7 @@ def render_markdown(report: ExperimentReport, *, details_url: str | None = None)
 
 def _view(report: ExperimentReport) -> dict[str, Any]:
     """Derived values the template needs, computed here rather than in Jinja."""
-    arms = {a.name: a for a in report.arms}
     return {
-        "arms": arms,
         "headline": [_headline(c) for c in report.comparisons],
         "infra_errors": sum(1 for e in report.errors if e.infra),
         "pass_k": any(s.pass_k for s in report.summaries),
