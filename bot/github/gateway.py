@@ -5,12 +5,11 @@ Everything here is blocking I/O: call it from a worker thread (`asyncio.to_threa
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from github import Github, GithubException, UnknownObjectException
+from github import Github, GithubException
 
 from bot.github.types import PullInfo
 from bot.trust import APPROVAL_CONTEXT
@@ -46,8 +45,10 @@ class RepoGateway:
         """The user's permission (admin/maintain/write/triage/read/none); None if unknown."""
         try:
             return str(self._repo.get_collaborator_permission(login))
-        except UnknownObjectException:
-            return None
+        except GithubException as error:
+            if error.status == 404:  # not a user GitHub knows
+                return None
+            raise
 
     def merge_base(self, base: str, head: str) -> str:
         return str(self._repo.compare(base, head).merge_base_commit.sha)
@@ -73,8 +74,11 @@ class RepoGateway:
         return None
 
     def remove_label(self, number: int, label: str) -> None:
-        with contextlib.suppress(UnknownObjectException):  # already gone
+        try:
             self._repo.get_issue(number).remove_from_labels(label)
+        except GithubException as error:
+            if error.status != 404:  # 404 "Label does not exist": already gone
+                raise
 
     def approved_by(self, sha: str, author: str) -> str | None:
         """Who approved `sha` for evaluation (the approval status `author` set), else None."""

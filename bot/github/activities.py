@@ -1,0 +1,164 @@
+"""Temporal activity `publish_report`: the sticky PR comment and the check run of an experiment.
+
+The experiment workflow calls it at start ("queued"), on progress (throttled), and at the end
+("final" or "cancelled"), with the opaque `reporter` dict the bot gave `start_experiment`. Counts,
+SHAs and scores are read from the store. Posting here, in an activity, means a GitHub outage is
+retried by Temporal instead of losing the update; every step is idempotent (find-then-edit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+from github import GithubException
+from pydantic import ValidationError
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from bot.github import report_comment as rc
+from bot.github.auth import GitHubConfigError
+from bot.github.client import GitHubClients
+from bot.github.gateway import CheckRunUpdate, RepoGateway, is_retryable
+from bot.github.types import ReporterRef
+from bot.planning import HEAD_ARM
+from bot.render import render_markdown
+from workflows.catalog.models import ExperimentSpec
+from workflows.engine.types import PublishReportInput
+from workflows.report import ExperimentReport, build_report
+from workflows.settings import Settings
+from workflows.store import Store
+
+__all__ = ["GitHubReporter", "PublishReportInput", "github_activities"]
+log = logging.getLogger(__name__)
+
+
+def github_activities(settings: Settings, store: Store) -> list[Callable[..., Any]]:
+    """The activities a worker registers for GitHub reporting."""
+    return [GitHubReporter(settings, store).publish_report]
+
+
+class GitHubReporter:
+    """Publishes experiment phases to GitHub. GitHub clients are built on first use, so a worker
+    without GitHub credentials starts fine and only GitHub-triggered experiments need them."""
+
+    def __init__(
+        self, settings: Settings, store: Store, clients: GitHubClients | None = None
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._clients = clients
+
+    @activity.defn(name="publish_report")
+    async def publish_report(self, job: PublishReportInput) -> None:
+        await asyncio.to_thread(self.publish, job)
+
+    def publish(self, job: PublishReportInput) -> None:
+        """Create or edit the sticky comment, then create or update the check run."""
+        where = _reporter(job.reporter)
+        phase = _phase(job.phase)
+        spec = self._spec(job.experiment_id)
+        try:
+            client = self._github().for_repo(where.repo, where.installation_id)
+            gateway = RepoGateway(client, where.repo)
+            text, report = self._render(spec, phase)
+            self._upsert_comment(gateway, where, spec, phase, text)
+            if self._settings.github_check_runs:
+                self._upsert_check(gateway, spec, phase, text, report)
+        except GithubException as error:
+            raise _activity_error(error, job.experiment_id) from None
+
+    def _github(self) -> GitHubClients:
+        if self._clients is None:
+            try:
+                self._clients = GitHubClients(self._settings)
+            except GitHubConfigError as error:
+                raise ApplicationError(str(error), non_retryable=True) from None
+        return self._clients
+
+    def _spec(self, experiment_id: str) -> ExperimentSpec:
+        record = self._store.get_experiment(experiment_id)
+        if record is None:  # saved before the first publish; retry if the store lags
+            raise ApplicationError(f"experiment {experiment_id} is not in the store yet")
+        return record.spec
+
+    def _render(self, spec: ExperimentSpec, phase: rc.Phase) -> tuple[str, ExperimentReport | None]:
+        url = self._details_url(spec.experiment_id)
+        if phase == "queued":
+            return rc.queued_text(spec, url), None
+        if phase == "final":
+            report = build_report(spec, self._store.list_runs(spec.experiment_id))
+            return render_markdown(report, details_url=url), report
+        counts = self._counts(spec)
+        if phase == "cancelled":
+            return rc.cancelled_text(spec, counts, url), None
+        return rc.progress_text(spec, counts, url), None
+
+    def _counts(self, spec: ExperimentSpec) -> rc.Counts:
+        return rc.Counts(len(spec.cells()), self._store.count_runs(spec.experiment_id))
+
+    def _details_url(self, experiment_id: str) -> str | None:
+        base = self._settings.public_url
+        return f"{base.rstrip('/')}/experiments/{quote(experiment_id, safe='')}" if base else None
+
+    def _upsert_comment(
+        self, gw: RepoGateway, where: ReporterRef, spec: ExperimentSpec, phase: rc.Phase, text: str
+    ) -> None:
+        body = rc.comment_body(spec, text)
+        found = gw.find_comment(where.number, rc.marker(spec.dataset), self._github().bot_login())
+        if found is None:
+            gw.comment(where.number, body)
+        elif not rc.may_update(found[1], spec.experiment_id, phase):
+            log.info("%s: the comment shows a newer experiment; left as is", spec.experiment_id)
+        elif found[1] != body:
+            gw.edit_comment(found[0], body)
+
+    def _upsert_check(
+        self,
+        gw: RepoGateway,
+        spec: ExperimentSpec,
+        phase: rc.Phase,
+        text: str,
+        report: ExperimentReport | None,
+    ) -> None:
+        sha = spec.arm(HEAD_ARM).commit
+        name = rc.check_name(spec.dataset)
+        show = rc.check_for(phase, self._counts(spec), text, report)
+        show = _with_details(show, self._details_url(spec.experiment_id))
+        existing = gw.find_check_run(sha, name, spec.experiment_id)
+        if existing is None:
+            gw.create_check_run(sha, name, spec.experiment_id, show)
+        else:
+            gw.update_check_run(existing, show)
+
+
+def _with_details(show: CheckRunUpdate, url: str | None) -> CheckRunUpdate:
+    if url is None:
+        return show
+    return CheckRunUpdate(show.status, show.title, show.summary, show.conclusion, url)
+
+
+def _reporter(data: dict[str, Any]) -> ReporterRef:
+    try:
+        return ReporterRef.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ApplicationError(
+            f"the reporter is not a GitHub reporter ({where}: {first['msg']})", non_retryable=True
+        ) from None
+
+
+def _phase(value: str) -> rc.Phase:
+    for phase in rc.PHASES:
+        if value == phase:
+            return phase
+    raise ApplicationError(f"unknown report phase '{value}'", non_retryable=True)
+
+
+def _activity_error(error: GithubException, experiment_id: str) -> ApplicationError:
+    message = f"GitHub answered {error.status} while reporting {experiment_id}"
+    return ApplicationError(message, type="GitHubError", non_retryable=not is_retryable(error))

@@ -1,0 +1,117 @@
+"""The sticky comment and check run for one experiment phase: pure functions, no I/O.
+
+One sticky comment per (PR, dataset) is found by `marker(dataset)`; a second hidden line names
+the experiment it currently shows, so a late update from a superseded experiment cannot
+overwrite the newer one's report.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from bot.github.gateway import CheckRunUpdate
+from workflows.catalog.models import ExperimentSpec
+from workflows.report import ExperimentReport
+
+Phase = Literal["queued", "progress", "final", "cancelled"]
+PHASES: tuple[Phase, ...] = ("queued", "progress", "final", "cancelled")
+_SHOWN = re.compile(r"<!-- evalbot:experiment (?P<id>\S+) -->")
+
+
+def marker(dataset: str) -> str:
+    return f"<!-- evalbot:report dataset={dataset} -->"
+
+
+def check_name(dataset: str) -> str:
+    return f"evalbot / {dataset}"
+
+
+def shown_experiment(body: str) -> str | None:
+    match = _SHOWN.search(body)
+    return match["id"] if match else None
+
+
+def may_update(body: str, experiment_id: str, phase: Phase) -> bool:
+    """A new experiment takes the comment over when queued; otherwise only its owner edits it."""
+    shown = shown_experiment(body)
+    return phase == "queued" or shown is None or shown == experiment_id
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Stored runs of an experiment against its planned cells."""
+
+    total: int
+    by_status: dict[str, int]
+
+    @property
+    def done(self) -> int:
+        return sum(self.by_status.values())
+
+    @property
+    def errors(self) -> int:
+        return sum(n for status, n in self.by_status.items() if status != "scored")
+
+
+def comment_body(spec: ExperimentSpec, text: str) -> str:
+    return f"{marker(spec.dataset)}\n<!-- evalbot:experiment {spec.experiment_id} -->\n{text}"
+
+
+def header(spec: ExperimentSpec) -> str:
+    arms = ", ".join(f"**{a.name}** `{a.commit[:12]}`" for a in spec.arms)
+    return f"### evalbot · {spec.dataset} · {arms}"
+
+
+def queued_text(spec: ExperimentSpec, details_url: str | None) -> str:
+    cells = len(spec.cells())
+    lines = [
+        header(spec),
+        "",
+        f"⏳ **Queued:** {len(spec.case_ids)} cases × {len(spec.arms)} arms × "
+        f"{spec.trials} trials = {cells} cells. This comment updates as they finish.",
+    ]
+    return _with_link("\n".join(lines), details_url)
+
+
+def progress_text(spec: ExperimentSpec, counts: Counts, details_url: str | None) -> str:
+    errors = f", {counts.errors} with errors" if counts.errors else ""
+    line = f"⏳ **Running:** {counts.done} of {counts.total} cells done{errors}."
+    return _with_link(f"{header(spec)}\n\n{line}", details_url)
+
+
+def cancelled_text(spec: ExperimentSpec, counts: Counts, details_url: str | None) -> str:
+    line = (
+        f"⏹️ **Cancelled** after {counts.done} of {counts.total} cells "
+        "(a newer push or `/eval cancel`)."
+    )
+    return _with_link(f"{header(spec)}\n\n{line}", details_url)
+
+
+def _with_link(text: str, details_url: str | None) -> str:
+    return f"{text}\n\n[Details]({details_url})" if details_url else text
+
+
+def check_for(
+    phase: Phase, counts: Counts, summary: str, report: ExperimentReport | None
+) -> CheckRunUpdate:
+    if phase == "queued":
+        return CheckRunUpdate("queued", f"Queued: {counts.total} cells", summary)
+    if phase == "progress":
+        return CheckRunUpdate("in_progress", f"{counts.done} of {counts.total} cells", summary)
+    if phase == "cancelled":
+        return CheckRunUpdate("completed", "Cancelled", summary, conclusion="cancelled")
+    title, conclusion = _final_title(report, counts)
+    return CheckRunUpdate("completed", title, summary, conclusion=conclusion)
+
+
+def _final_title(report: ExperimentReport | None, counts: Counts) -> tuple[str, str]:
+    """success unless the overall score regressed (neutral: a signal, not a merge blocker)."""
+    if report is None or not report.comparisons:
+        return f"Finished: {counts.done} cells", "neutral"
+    overall = report.comparisons[0].rows[0]
+    delta = "n/a" if overall.delta is None else f"{overall.delta:+.3f}"
+    errors = f", {counts.errors} errors" if counts.errors else ""
+    title = f"overall Δ {delta}: {overall.verdict.value}{errors}"
+    return title, "neutral" if overall.verdict.value == "regressed" else "success"
