@@ -6,6 +6,7 @@ Everything else receives these objects; nothing else reads the environment.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -13,6 +14,7 @@ from workflows.engine.embedded import Session, engine_session
 from workflows.engine.grading import CaseGrader
 from workflows.engine.worker import ROLES
 from workflows.providers import create_provider
+from workflows.secret_store import resolve_run_secrets
 from workflows.settings import Settings
 from workflows.store import Store
 
@@ -44,5 +46,6 @@ async def session(
         run_workers=run_workers,
         roles=roles,
         extra_activities=extra_activities(settings, store),
+        secrets=functools.partial(resolve_run_secrets, settings),
     ) as active:
         yield active

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import traceback
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr
@@ -130,6 +132,37 @@ class Redactor:
         if tail := stream.flush():
             yield tail
 
+    def redact_file(self, path: Path, chunk_size: int = 1 << 16) -> bool:
+        """Scrub one file in place, streamed (never whole in memory), keeping its mode; the file
+        is replaced atomically and only when something was scrubbed. Returns whether it was."""
+        if not self._needles:
+            return False
+        temp = path.with_name(f".{path.name}.redacting")
+        stream = self.stream()
+        try:
+            with path.open("rb") as source, temp.open("wb") as target:
+                while chunk := source.read(chunk_size):
+                    target.write(stream.feed(chunk))
+                target.write(stream.flush())
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+        changed = stream.replaced > 0
+        if changed:
+            temp.chmod(path.stat().st_mode & 0o7777)
+            os.replace(temp, path)
+        else:
+            temp.unlink()
+        return changed
+
+    def redact_tree(self, root: Path) -> list[Path]:
+        """Scrub every regular file below `root` in place (symlinks are neither followed nor
+        touched); returns the files that held a secret value."""
+        if not self._needles:
+            return []
+        files = [p for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()]
+        return [p for p in files if self.redact_file(p)]
+
     def logging_filter(self) -> RedactingFilter:
         return RedactingFilter(self)
 
@@ -154,6 +187,7 @@ class StreamRedactor:
         self._redactor = redactor
         self._carry = b""
         self._masked = 0  # leading bytes of the carry already replaced by an emitted placeholder
+        self.replaced = 0  # placeholders emitted so far
 
     def feed(self, chunk: bytes) -> bytes:
         if not chunk:
@@ -182,6 +216,7 @@ class StreamRedactor:
             out.append(data[position:start])
             if not (start == 0 and self._masked):
                 out.append(self._redactor._placeholder)
+                self.replaced += 1
             position = end
         if position < cut:
             out.append(data[position:cut])

@@ -8,7 +8,9 @@ import io
 import itertools
 import json
 import logging
+import stat
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -189,3 +191,31 @@ def test_overlapping_values_split_at_every_point_leave_no_fragment() -> None:
             parts = [data[:first], data[first:second], data[second:]]
             streamed = b"".join(redactor.redact_chunks(parts))
             assert streamed == b"<" + PLACEHOLDER.encode() + b">", (first, second)
+
+
+def test_a_tree_is_scrubbed_in_place_and_clean_files_are_left_alone(tmp_path: Path) -> None:
+    redactor = Redactor([KEY])
+    (tmp_path / "out" / "deep").mkdir(parents=True)
+    leaky = tmp_path / "out" / "deep" / "transcript.jsonl"
+    leaky.write_bytes(b"x" * 70_000 + KEY.encode() + b"\n")  # the value straddles a 64 KiB read
+    leaky.chmod(0o640)
+    clean = tmp_path / "out" / "answer.md"
+    clean.write_text("nothing to hide")
+    clean_inode = clean.stat().st_ino
+    outside = tmp_path / "outside.txt"
+    outside.write_text(KEY)
+    (tmp_path / "out" / "link").symlink_to(outside)
+
+    scrubbed = redactor.redact_tree(tmp_path / "out")
+
+    assert scrubbed == [leaky]
+    assert leaky.read_bytes() == b"x" * 70_000 + PLACEHOLDER.encode() + b"\n"
+    assert stat.S_IMODE(leaky.stat().st_mode) == 0o640
+    assert clean.stat().st_ino == clean_inode
+    assert outside.read_text() == KEY  # symlinks are not followed
+    assert sorted(p.name for p in (tmp_path / "out").rglob("*")) == [
+        "answer.md",
+        "deep",
+        "link",
+        "transcript.jsonl",
+    ]

@@ -49,6 +49,7 @@ from workflows.providers.base import (
     SandboxSpec,
 )
 from workflows.records import CriterionScore, RunResult, RunStatus, weighted_score
+from workflows.redaction import Redactor
 from workflows.settings import Settings
 
 STATE_FILE = "/out/.state.json"
@@ -236,6 +237,8 @@ class RunActivities:
         staging = self.blobs.staging(job.run_id)
         async with heartbeating("collect"):
             collected = await collect_outputs(sandbox, staging, originals)
+            redactor = Redactor.from_settings(self.settings)  # no secret value reaches a blob
+            await asyncio.to_thread(redactor.redact_tree, staging)
         final = await asyncio.to_thread(self.blobs.commit, job.run_id, staging)
         return CollectResult(
             outputs_ref=str(final),
