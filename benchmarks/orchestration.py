@@ -1,0 +1,128 @@
+"""Orchestration benchmark: 100 cases × 4 arms × 5 trials = 2,000 cells with a trivial agent on the
+`process` provider, through a real Temporal dev server and the real engine (every stage a separate,
+separately retried activity).
+
+Prints wall time, cells per second and Temporal history events per cell. Usage:
+
+    .venv/bin/python benchmarks/orchestration.py [--cases 100 --arms 4 --trials 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import platform
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bot.composition import open_store
+from workflows.catalog.models import ArmSpec
+from workflows.engine.client import start_experiment, wait_for
+from workflows.engine.embedded import engine_session
+from workflows.engine.grading import CaseGrader
+from workflows.engine.planning import plan_experiment
+from workflows.engine.repos import commit_all, init_repo
+from workflows.providers import create_provider
+from workflows.settings import Settings
+
+AGENT_TOML = """
+[build]
+setup = "true"
+[run]
+command = "echo 'the answer is 42' > \\"$EVALBOT_OUT_DIR/answer.md\\""
+timeout_s = 60
+"""
+
+
+def write_catalog(root: Path, cases: int) -> None:
+    world = root / "worlds" / "bench"
+    (world / "documents").mkdir(parents=True)
+    (world / "world.toml").write_text('name = "bench"\n')
+    (world / "documents" / "fact.md").write_text("The answer is 42.\n")
+    dataset = root / "datasets" / "bench"
+    dataset.mkdir(parents=True)
+    (dataset / "dataset.toml").write_text('name = "bench"\nworld = "bench"\ndefault_trials = 5\n')
+    for index in range(cases):
+        case = dataset / "cases" / f"case-{index:03d}"
+        case.mkdir(parents=True)
+        (case / "case.toml").write_text(
+            'prompt = "What is the answer?"\n\n[[criteria]]\nname = "accuracy"\n'
+            'grader = "contains_all"\nparams = { values = ["42"] }\n'
+        )
+
+
+def write_agent(path: Path, arms: int) -> list[str]:
+    init_repo(path)
+    (path / "evalbot.toml").write_text(AGENT_TOML)
+    commits = []
+    for arm in range(arms):
+        (path / "VERSION").write_text(f"{arm}\n")
+        commits.append(commit_all(path, f"arm {arm}"))
+    return commits
+
+
+async def history_events_per_cell(client: object, experiment_id: str, run_ids: list[str]) -> float:
+    from temporalio.client import Client
+
+    assert isinstance(client, Client)
+    sample = random.Random(0).sample(run_ids, k=min(40, len(run_ids)))
+    child = [len((await client.get_workflow_handle(r).fetch_history()).events) for r in sample]
+    parent = len((await client.get_workflow_handle(experiment_id).fetch_history()).events)
+    return statistics.mean(child) + parent / len(run_ids)
+
+
+async def main(cases: int, arms: int, trials: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="evalbot-bench-") as folder:
+        root = Path(folder)
+        write_catalog(root / "catalog", cases)
+        commits = write_agent(root / "agent", arms)
+        settings = Settings(
+            data_dir=root / "state",
+            catalog_root=root / "catalog",
+            provider="process",
+            allow_process_provider=True,
+            max_concurrent_runs=64,
+            max_concurrent_collect=32,
+            max_concurrent_score=32,
+            experiment_parallelism=500,
+            poll_interval_s=0.2,
+        )
+        store = open_store(settings)
+        arm_specs = [ArmSpec(name=f"arm{i}", ref=c, commit=c) for i, c in enumerate(commits)]
+        spec = plan_experiment(
+            settings, repo=str(root / "agent"), dataset="bench", arms=arm_specs, trials=trials
+        )
+        provider = create_provider(settings)
+        async with engine_session(settings, provider, store, CaseGrader()) as session:
+            started = time.perf_counter()
+            await start_experiment(session.client, settings, spec)
+            progress = await wait_for(session.client, spec.experiment_id)
+            elapsed = time.perf_counter() - started
+            run_ids = [c.run_id for c in spec.cells()]
+            events = await history_events_per_cell(session.client, spec.experiment_id, run_ids)
+        counts = store.count_runs(spec.experiment_id)
+        cells = len(run_ids)
+        print(f"machine: {platform.node()} {platform.machine()}, {_cpus()} cores")
+        print(f"cells: {cells} ({cases} cases x {arms} arms x {trials} trials), provider process")
+        print(f"stored results: {sum(counts.values())} {dict(counts)}; scored {progress.scored}")
+        print(f"wall time: {elapsed:.1f} s")
+        print(f"cells per second: {cells / elapsed:.1f}")
+        print(f"history events per cell: {events:.1f}")
+
+
+def _cpus() -> int:
+    import os
+
+    return os.cpu_count() or 1
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--cases", type=int, default=100)
+    parser.add_argument("--arms", type=int, default=4)
+    parser.add_argument("--trials", type=int, default=5)
+    options = parser.parse_args()
+    asyncio.run(main(options.cases, options.arms, options.trials))
