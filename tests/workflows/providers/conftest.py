@@ -1,0 +1,43 @@
+"""Fixtures of the provider suites: one kit per provider (kits.py), built once per session."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.workflows.providers.kits import (
+    KIT_MAKERS,
+    Kit,
+    make_agent_repo,
+    make_world,
+    skip_reason,
+)
+
+
+async def build_kit(name: str, base: Path) -> Kit:
+    make = KIT_MAKERS[name](base)
+    repo = make_agent_repo(base / "agent-repo")
+    provider = make()
+    image = await provider.build_image(repo, "main", "echo built > built.txt")
+    return Kit(name, base, make, repo, image, make_world(base / "world"))
+
+
+@pytest.fixture(scope="session", params=sorted(KIT_MAKERS))
+async def kit(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Kit]:
+    name = str(request.param)
+    reason = skip_reason(name)
+    if reason:
+        pytest.skip(f"{name} provider unavailable: {reason}")
+    yield await build_kit(name, tmp_path_factory.mktemp(f"kit-{name}"))
+
+
+@pytest.fixture(scope="session")
+async def local_kit(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Kit]:
+    reason = skip_reason("local")
+    if reason:
+        pytest.skip(f"local provider unavailable: {reason}")
+    yield await build_kit("local", tmp_path_factory.mktemp("kit-local-hostile"))
