@@ -31,9 +31,9 @@ def cli(ctx: click.Context) -> None:
 
 
 def _register_commands() -> None:
-    from bot.commands import engine, secrets
+    from bot.commands import bot, engine, secrets
 
-    for command in engine.COMMANDS:
+    for command in [*engine.COMMANDS, *bot.COMMANDS]:
         cli.add_command(command)
     cli.add_command(secrets.secrets_group)
 

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from temporalio.client import Client, WorkflowFailureError
@@ -46,22 +45,17 @@ class Launcher(Protocol):
 class TemporalLauncher:
     """`Launcher` on a Temporal cluster, through the engine's client functions."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        store: Store,
-        connect: Callable[[], Awaitable[Client]] | None = None,
-    ) -> None:
+    def __init__(self, settings: Settings, store: Store, client: Client | None = None) -> None:
+        """`client` unset: connect to EVALBOT_TEMPORAL_ADDRESS on first use."""
         self._settings = settings
         self._store = store
-        self._connect = connect or (lambda: engine.connect(settings))
-        self._client: Client | None = None
+        self._client = client
         self._lock = asyncio.Lock()
 
     async def client(self) -> Client:
         async with self._lock:
             if self._client is None:
-                self._client = await self._connect()
+                self._client = await engine.connect(self._settings)
             return self._client
 
     async def start(self, spec: ExperimentSpec, reporter: dict[str, Any]) -> str:

@@ -1,0 +1,124 @@
+"""`evalbot serve` (the webhook app) and `evalbot github-event` (one event, for GitHub Actions)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+import uvicorn
+
+from bot import composition
+from bot.app import build_service, create_app, webhook_secret
+from bot.github.auth import GitHubConfigError
+from bot.github.client import GitHubClients
+from bot.github.types import PayloadError
+from bot.launcher import TemporalLauncher
+from bot.webhooks.routes import build_router
+from bot.webhooks.routing import Event
+from workflows.settings import Settings
+from workflows.store import Store
+
+
+class BotError(click.ClickException):
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"evalbot: error: {self.format_message()}", err=True)
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@click.option(
+    "--workers/--no-workers",
+    default=False,
+    help="Also run the Temporal workers here (always, with the embedded dev server).",
+)
+@click.pass_obj
+def serve_command(settings: Settings, host: str, port: int, workers: bool) -> None:
+    """Serve the GitHub webhook at POST /github/webhook (and GET /healthz).
+
+    Needs EVALBOT_GITHUB_WEBHOOK_SECRET and GitHub credentials (App or token). With
+    EVALBOT_TEMPORAL_ADDRESS unset, a dev server and the workers run in this process."""
+    try:
+        webhook_secret(settings)
+        clients = GitHubClients(settings)
+    except GitHubConfigError as error:
+        raise BotError(str(error)) from None
+    store = composition.open_store(settings)
+    try:
+        asyncio.run(_serve(settings, store, clients, host, port, workers))
+    except KeyboardInterrupt:
+        sys.exit(0)
+
+
+async def _serve(
+    settings: Settings, store: Store, clients: GitHubClients, host: str, port: int, workers: bool
+) -> None:
+    async with composition.session(settings, store, run_workers=workers) as active:
+        launcher = TemporalLauncher(settings, store, active.client)
+        app = create_app(settings, launcher, store, github=clients)
+        where = "embedded dev server" if active.embedded else active.address
+        click.echo(f"evalbot serve: http://{host}:{port}/github/webhook (Temporal: {where})")
+        config = uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False)
+        await uvicorn.Server(config).serve()
+
+
+@click.command("github-event")
+@click.option("--name", "event_name", required=True, help="The event, e.g. issue_comment.")
+@click.option(
+    "--payload",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="The event payload (in GitHub Actions: $GITHUB_EVENT_PATH).",
+)
+@click.option("--delivery", default="", help="An id for de-duplication (e.g. the run id).")
+@click.pass_obj
+def github_event_command(settings: Settings, event_name: str, payload: Path, delivery: str) -> None:
+    """Handle one GitHub event from a file, as the webhook would, and print the outcome as JSON.
+
+    For GitHub Actions (.github/workflows/eval.yml): the payload comes from GitHub's event file,
+    so it is not signed; experiments go to EVALBOT_TEMPORAL_ADDRESS."""
+    data = _read_payload(payload)
+    try:
+        clients = GitHubClients(settings)
+    except GitHubConfigError as error:
+        raise BotError(str(error)) from None
+    store = composition.open_store(settings)
+    outcomes = asyncio.run(_handle_one(settings, store, clients, Event(event_name, delivery, data)))
+    click.echo(json.dumps(outcomes, indent=2))
+
+
+def _read_payload(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BotError(f"cannot read the event payload {path}: {error}") from None
+    if not isinstance(data, dict):
+        raise BotError(f"the event payload {path} is not a JSON object")
+    return data
+
+
+async def _handle_one(
+    settings: Settings, store: Store, clients: GitHubClients, event: Event
+) -> list[dict[str, Any]]:
+    if not settings.temporal_address:
+        raise BotError("EVALBOT_TEMPORAL_ADDRESS is not set; github-event submits to a cluster")
+    router = build_router()
+    if not router.knows(event.name):
+        return [{"action": "ignored", "detail": f"evalbot does not handle {event.name}"}]
+    if event.delivery_id and not store.record_delivery(event.delivery_id, event.name):
+        return [{"action": "duplicate", "delivery": event.delivery_id}]
+    service = build_service(settings, TemporalLauncher(settings, store), clients)
+    try:
+        return [asdict(o) for o in await router.dispatch(event, service)]
+    except PayloadError as error:
+        raise BotError(str(error)) from None
+
+
+COMMANDS: list[click.Command] = [serve_command, github_event_command]
