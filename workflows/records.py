@@ -33,6 +33,22 @@ class RunStatus(StrEnum):
         return self is not RunStatus.SCORED
 
 
+class JudgeRecord(BaseModel):
+    """What an LLM judge did for one criterion of one run: kept apart from the agent's usage."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str = ""
+    prompt_version: str = Field("", description="Hash of the judge prompt template.")
+    samples: int = Field(1, description="How many times the judge was asked (judge_samples).")
+    sample_scores: tuple[float, ...] = ()
+    agreement: float | None = Field(None, description="Share of samples on the majority side.")
+    calls: int = Field(0, description="API requests made for this grade; 0 = all from the cache.")
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
 class CriterionScore(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -41,6 +57,8 @@ class CriterionScore(BaseModel):
     weight: float
     score: float | None = Field(None, description="In [0, 1]; None = not judged (no judge).")
     rationale: str = ""
+    rubric_hash: str = Field("", description="Hash of the criterion's definition when scored.")
+    judge: JudgeRecord | None = Field(None, description="Set for criteria an LLM judge graded.")
 
 
 class Usage(BaseModel):

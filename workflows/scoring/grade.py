@@ -14,6 +14,7 @@ from workflows.scoring.graders.base import CannotGrade, GradeContext, Params
 from workflows.scoring.judge import Judge
 from workflows.scoring.layout import RunOutputs, WorldView
 from workflows.scoring.registry import grader_for
+from workflows.scoring.rubric_hash import criterion_hash
 
 
 def grade_case(
@@ -44,6 +45,8 @@ def _grade_one(
         weight=criterion.weight,
         score=grade.score,
         rationale=grade.rationale,
+        rubric_hash=criterion_hash(case, criterion),
+        judge=grade.judge,
     )
 
 

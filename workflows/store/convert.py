@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from workflows.catalog.models import ExperimentSpec
-from workflows.records import CriterionScore, RunResult, RunStatus, Usage
+from workflows.records import CriterionScore, JudgeRecord, RunResult, RunStatus, Usage
 from workflows.store.records import ExperimentRecord, ExperimentStatus
 
 
@@ -106,6 +106,8 @@ def criterion_values(result: RunResult) -> list[dict[str, Any]]:
             "weight": criterion.weight,
             "score": criterion.score,
             "rationale": criterion.rationale,
+            "rubric_hash": criterion.rubric_hash,
+            "judge": criterion.judge.model_dump(mode="json") if criterion.judge else None,
         }
         for position, criterion in enumerate(result.criteria)
     ]
@@ -146,4 +148,6 @@ def _criterion(row: Any) -> CriterionScore:
         weight=row.weight,
         score=row.score,
         rationale=row.rationale,
+        rubric_hash=row.rubric_hash,
+        judge=JudgeRecord.model_validate(row.judge) if row.judge is not None else None,
     )

@@ -108,6 +108,8 @@ class CriterionScoreRow(StoreModel, table=True):
     weight: float
     score: float | None = None
     rationale: str = Field(sa_type=Text)
+    rubric_hash: str = Field(default="", sa_type=String(64))  # migration 0003
+    judge: dict[str, Any] | None = Field(default=None, sa_type=JSON)  # migration 0003
 
 
 class WebhookDeliveryRow(StoreModel, table=True):

@@ -10,6 +10,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from workflows.catalog.models import Case, GraderKind, World
+from workflows.records import JudgeRecord
 from workflows.scoring.judge import Judge
 from workflows.scoring.layout import RunOutputs, WorldView, safe_relative
 
@@ -22,6 +23,7 @@ class CannotGrade(Exception):
 class Grade(NamedTuple):
     score: float | None
     rationale: str
+    judge: JudgeRecord | None = None  # set by the llm grader: model, samples, tokens, cost
 
 
 @dataclass(frozen=True)

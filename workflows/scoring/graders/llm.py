@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from pydantic import Field
 
 from workflows.catalog.models import Case, GraderKind
@@ -10,11 +12,15 @@ from workflows.scoring.judge import JudgeRequest, JudgeUnavailable
 from workflows.scoring.text import one_line
 
 NOT_JUDGED = "not judged: no judge configured"
+MAX_SAMPLES = 15
 
 
 class LlmParams(Params):
     prompt: str = Field(min_length=1, description="What the judge is asked.")
     reference: bool = Field(False, description="Show the judge the case's reference answer.")
+    judge_samples: int = Field(
+        1, ge=1, le=MAX_SAMPLES, description="Ask the judge this many times; record agreement."
+    )
 
 
 def grade_llm(params: LlmParams, ctx: GradeContext) -> Grade:
@@ -29,11 +35,12 @@ def grade_llm(params: LlmParams, ctx: GradeContext) -> Grade:
         task=ctx.case.prompt,
         answer=ctx.outputs.answer,
         reference=ctx.case.reference if params.reference else None,
+        samples=params.judge_samples,
     )
     verdict = ctx.judge.judge(request)
-    if not 0.0 <= verdict.score <= 1.0:
+    if not (math.isfinite(verdict.score) and 0.0 <= verdict.score <= 1.0):
         raise JudgeUnavailable(f"the judge returned score {verdict.score}, outside [0, 1]")
-    return Grade(verdict.score, one_line(verdict.rationale, 300))
+    return Grade(verdict.score, one_line(verdict.rationale, 300), verdict.record)
 
 
 def _needs_reference(params: LlmParams, case: Case) -> list[str]:
