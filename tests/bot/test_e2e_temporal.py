@@ -1,0 +1,184 @@
+"""The bot end to end: webhook app over HTTP -> real Temporal dev server -> the engine (local
+sandboxes) -> `publish_report` -> the fake GitHub. Nothing here is faked but GitHub itself."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from bot.app import create_app
+from bot.composition import open_store, session
+from bot.github.client import ClientOptions, GitHubClients
+from bot.launcher import TemporalLauncher
+from tests.bot.conftest import AppServer, Sender
+from tests.bot.payloads import NUMBER, REPO, pr_comment, pull_event, pull_json
+from tests.fakes.github_server import FakeGitHub
+from tests.support.agent_repo import TINY_CATALOG, AgentRepo, tiny_agent_repo
+from workflows.engine.devserver import DevServer
+from workflows.engine.repos import commit_all
+from workflows.settings import Settings
+from workflows.store import Store
+
+TIMEOUT_S = 240
+
+
+@pytest.fixture
+def agent_repo(tmp_path: Path) -> AgentRepo:
+    return tiny_agent_repo(tmp_path / "agent")
+
+
+@pytest.fixture
+def e2e_settings(
+    tmp_path: Path, temporal_server: DevServer, github: FakeGitHub, bot_settings: Settings
+) -> Settings:
+    suffix = uuid.uuid4().hex[:8]
+    return bot_settings.model_copy(
+        update={
+            "data_dir": tmp_path / "evalbot",
+            "catalog_root": TINY_CATALOG,
+            "temporal_address": temporal_server.address,
+            "run_task_queue": f"runs-{suffix}",
+            "collect_task_queue": f"collect-{suffix}",
+            "score_task_queue": f"score-{suffix}",
+            "poll_interval_s": 0.2,
+        }
+    )
+
+
+def serve_pull(github: FakeGitHub, repo: AgentRepo, **changes: Any) -> dict[str, Any]:
+    pull = pull_json(**changes)
+    pull["head"]["sha"] = changes.get("head_sha", repo.head)
+    pull["base"]["sha"] = repo.base
+    return github.add_pull(pull, clone_url=str(repo.path))
+
+
+class Bot:
+    """The webhook app (its own event loop, its own Temporal client) and a signed sender."""
+
+    def __init__(self, settings: Settings, store: Store) -> None:
+        clients = GitHubClients(settings, options=ClientOptions.fast())
+        launcher = TemporalLauncher(settings, store)  # connects inside the app's loop
+        self.server = AppServer(create_app(settings, launcher, store, github=clients))
+
+    async def deliver(self, event: str, payload: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        def post() -> dict[str, Any]:
+            with httpx.Client(base_url=self.server.url, timeout=60) as client:
+                response = Sender(client).deliver(event, payload, **kw)
+                assert response.status_code == 200, response.text
+                return dict(response.json())
+
+        return await asyncio.to_thread(post)  # the test's loop keeps running the workers
+
+
+@pytest.fixture
+async def running(e2e_settings: Settings) -> AsyncIterator[tuple[Bot, Client, Store]]:
+    store = open_store(e2e_settings)
+    async with session(e2e_settings, store) as active:  # workers incl. publish_report
+        bot = Bot(e2e_settings, store)
+        with bot.server:
+            yield bot, active.client, store
+    store.close()
+
+
+async def wait_for(predicate: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.2)
+
+
+def bot_comments(github: FakeGitHub) -> list[dict[str, Any]]:
+    return [c for c in github.comments_on(REPO, NUMBER) if c["user"]["type"] == "Bot"]
+
+
+async def experiments(client: Client, prefix: str) -> list[str]:
+    query = f'WorkflowId STARTS_WITH "{prefix}" AND WorkflowType = "ExperimentWorkflow"'
+    return sorted({w.id async for w in client.list_workflows(query)})
+
+
+async def test_eval_comment_ends_with_one_report_comment_and_one_completed_check_run(
+    running: tuple[Bot, Client, Store], github: FakeGitHub, agent_repo: AgentRepo
+) -> None:
+    bot, client, _store = running
+    serve_pull(github, agent_repo)
+    body = "/eval tiny --trials 1 --cases consent-draft,sale-plans"
+    payload = pr_comment(body)
+    payload["comment"]["id"] = github.add_comment(REPO, NUMBER, body, "Codertocat")["id"]
+
+    first = await bot.deliver("issue_comment", payload, delivery="e2e-delivery")
+    again = await bot.deliver("issue_comment", payload, delivery="e2e-delivery")
+    assert first["action"] == "started" and again["action"] == "duplicate"
+    (experiment_id,) = first["experiments"]
+
+    await client.get_workflow_handle(experiment_id).result()
+    assert await experiments(client, f"gh/{REPO}/pr{NUMBER}/") == [experiment_id]
+    (comment,) = bot_comments(github)
+    text = comment["body"]
+    assert "| criterion |" in text and "overall" in text
+    assert agent_repo.head[:7] in text and agent_repo.base[:7] in text
+    (check,) = github.check_runs_for(REPO)
+    assert check["status"] == "completed" and check["conclusion"] in ("success", "neutral")
+    assert check["head_sha"] == agent_repo.head and check["external_id"] == experiment_id
+    assert github.reactions_on(payload["comment"]["id"]) == ["rocket"]
+
+
+async def test_outsiders_start_nothing_and_get_an_explanation(
+    running: tuple[Bot, Client, Store], github: FakeGitHub, agent_repo: AgentRepo
+) -> None:
+    bot, client, _store = running
+    serve_pull(github, agent_repo)
+    outsider = await bot.deliver(
+        "issue_comment", pr_comment("/eval tiny", association="NONE", login="eve")
+    )
+    serve_pull(github, agent_repo, fork=True)
+    fork = await bot.deliver("issue_comment", pr_comment("/eval tiny"))
+    assert outsider["action"] == fork["action"] == "refused"
+    # (the dev server is shared by the session: look for this test's head only)
+    assert await experiments(client, f"gh/{REPO}/pr{NUMBER}/tiny/{agent_repo.head[:12]}") == []
+    eve, unapproved = (c["body"] for c in bot_comments(github))
+    assert "@eve" in eve and "write access" in eve
+    assert "/eval approve" in unapproved
+
+
+async def test_a_push_while_labelled_cancels_the_old_experiment(
+    running: tuple[Bot, Client, Store], github: FakeGitHub, agent_repo: AgentRepo
+) -> None:
+    bot, client, _store = running
+    github.set_permission(REPO, "Codertocat", "write")
+    serve_pull(github, agent_repo, labels=["eval:tiny"])
+    labelled = pull_event("labeled", label="eval:tiny", labels=["eval:tiny"])
+    labelled["pull_request"] = github.pull(REPO, NUMBER)
+    started = await bot.deliver("pull_request", labelled)
+    (old,) = started["experiments"]
+
+    (agent_repo.path / "NOTES.md").write_text("a new push\n")
+    new_head = commit_all(agent_repo.path, "a new push")
+    push = pull_event("synchronize", labels=["eval:tiny"])
+    push["pull_request"] = serve_pull(github, agent_repo, head_sha=new_head, labels=["eval:tiny"])
+    pushed = await bot.deliver("pull_request", push)
+    assert pushed["action"] == "started"
+    new = next(i for i in pushed["experiments"] if i != old)
+    assert old in pushed["experiments"]  # cancelled
+
+    closed = pull_event("closed", labels=["eval:tiny"])
+    closed["pull_request"] = github.pull(REPO, NUMBER)
+    assert new in (await bot.deliver("pull_request", closed))["experiments"]
+
+    for experiment_id in (old, new):
+        await client.get_workflow_handle(experiment_id).result()
+    runs = {r["external_id"]: r for r in github.check_runs_for(REPO)}
+    assert runs[old]["conclusion"] == "cancelled" and runs[new]["conclusion"] == "cancelled"
+    (comment,) = bot_comments(github)
+    assert new in comment["body"] and "Cancelled" in comment["body"]
+    handle = client.get_workflow_handle(old)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+    assert json.dumps(pushed)
