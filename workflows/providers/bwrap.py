@@ -101,6 +101,8 @@ class BwrapCommand:
             "/proc",
             "--dev",
             "/dev",
+            "--perms",
+            "1777",
             "--size",
             str(self.tmp_mb << 20),
             "--tmpfs",

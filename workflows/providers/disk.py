@@ -82,10 +82,12 @@ async def remove_disk(image: Path, mountpoint: Path) -> None:
     image.unlink(missing_ok=True)
 
 
-def disk_full(mountpoint: Path, slack_bytes: int = 256 * 1024) -> bool:
-    """Whether the sandbox disk is (nearly) full right now."""
+def disk_full(mountpoint: Path) -> bool:
+    """Whether the sandbox disk is (nearly) full right now: less than 2 MiB or 1 % free (ext4
+    refuses writes with about 1 MiB left). The runner applies the same test while the agent runs."""
     try:
         stats = os.statvfs(mountpoint)
     except OSError:
         return False
-    return stats.f_bavail * stats.f_frsize < slack_bytes
+    floor = max(2 * MIB, stats.f_blocks * stats.f_frsize // 100)
+    return stats.f_bavail * stats.f_frsize < floor

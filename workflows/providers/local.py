@@ -198,7 +198,8 @@ class LocalSandbox(FolderSandbox):
             wall_seconds=round(self.wall_seconds(), 3),
             oom_killed=measured.oom_kills > 0,
             pids_limit_hit=measured.pids_max_hits > 0,
-            disk_limit_hit=disk_full(self.layout.root),
+            disk_limit_hit=bool((self.state() or {}).get("disk_full"))
+            or disk_full(self.layout.root),
         )
 
     async def terminate(self) -> None:

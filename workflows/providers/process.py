@@ -113,11 +113,13 @@ class ProcessSandbox(FolderSandbox):
         )
 
     async def usage(self) -> ResourceUsage:
-        rusage = (read_state(self.layout.out) or {}).get("rusage") or {}
+        state = read_state(self.layout.out) or {}
+        rusage = state.get("rusage") or {}
         return ResourceUsage(
             cpu_seconds=float(rusage.get("cpu_seconds", 0.0)),
             peak_memory_mb=float(rusage.get("max_rss_mb", 0.0)),
             wall_seconds=round(self.wall_seconds(), 3),
+            disk_limit_hit=bool(state.get("disk_full")),
         )
 
     async def terminate(self) -> None:

@@ -17,8 +17,11 @@ child subreaper and kills descendants found through /proc.
 
 State (see workflows/providers/base.py), rewritten atomically: "running" right after the agent
 started, then "finished" exactly once, after the agent and all its descendants are gone. The
-finished state also carries "rusage" (CPU seconds and peak RSS of the agent's processes).
-When `--ready-fd` is given, "ready" is written to it once the running state is on disk.
+finished state also carries "rusage" (CPU seconds and peak RSS of the agent's processes) and
+"disk_full" (the disk holding `--out` had next to no free space at some point of the run: sampled
+every 0.1 s). While the agent runs, `<out>/.runner-reserve` (1 MiB) keeps room for the final state
+in case the agent fills the disk; it is deleted before the final state is written. When
+`--ready-fd` is given, "ready" is written to it once the running state is on disk.
 """
 
 from __future__ import annotations
@@ -46,6 +49,11 @@ PR_SET_CHILD_SUBREAPER = 36
 AGENT_OOM_SCORE_ADJ = 500  # make the kernel's OOM killer prefer the agent over the runner
 CHUNK = 1 << 16
 STREAM_GRACE_S = 2.0  # how long to wait for pipes held by processes outside our reach
+RESERVE = ".runner-reserve"
+RESERVE_BYTES = 1 << 20
+DISK_FULL_BYTES = 2 << 20  # free space below this (or 1 % of the disk) counts as "full":
+# ext4 refuses writes with about 1 MiB still free (its delayed-allocation watermark)
+DISK_SAMPLE_S = 0.1
 
 
 @dataclass
@@ -90,7 +98,18 @@ def parse_args(argv: list[str]) -> Options:
 
 
 def write_state(out: str, state: dict[str, Any]) -> None:
-    """Write + rename, refusing to follow anything the agent planted at the temporary name."""
+    """Write + rename; on a full disk, give up the reserve and try once more."""
+    try:
+        _write_state(out, state)
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        release_reserve(out)
+        _write_state(out, state)
+
+
+def _write_state(out: str, state: dict[str, Any]) -> None:
+    """Refuses to follow anything the agent planted at the temporary name."""
     data = json.dumps(state).encode()
     tmp = os.path.join(out, f"{STATE_FILE}.tmp-{os.getpid()}")
     with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
@@ -101,6 +120,40 @@ def write_state(out: str, state: dict[str, Any]) -> None:
     finally:
         os.close(fd)
     os.rename(tmp, os.path.join(out, STATE_FILE))
+
+
+def make_reserve(out: str) -> None:
+    """Set aside room for the state file: the agent may fill the disk it shares with us."""
+    path = os.path.join(out, RESERVE)
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    try:
+        fd = os.open(
+            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+    except OSError:
+        return
+    try:
+        os.posix_fallocate(fd, 0, RESERVE_BYTES)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.write(fd, bytes(RESERVE_BYTES))
+    finally:
+        os.close(fd)
+
+
+def release_reserve(out: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(out, RESERVE))
+
+
+def disk_nearly_full(out: str) -> bool:
+    try:
+        stats = os.statvfs(out)
+    except OSError:
+        return False
+    floor = max(DISK_FULL_BYTES, stats.f_blocks * stats.f_frsize // 100)
+    return stats.f_bavail * stats.f_frsize < floor
 
 
 def open_log(out: str, name: str) -> BinaryIO:
@@ -191,6 +244,9 @@ class Supervision:
     stop_requested: bool = False
     no_children: bool = False
     streams_deadline: float | None = None
+    out: str = ""
+    disk_full: bool = False
+    next_disk_sample: float = 0.0
 
     def reap(self) -> None:
         while True:
@@ -214,8 +270,11 @@ class Supervision:
             return
         room = max(self.log_limit - self.written.get(fd, 0), 0)
         if room:
-            self.logs[fd].write(data[:room])
             self.written[fd] = self.written.get(fd, 0) + min(len(data), room)
+            try:
+                self.logs[fd].write(data[:room])
+            except OSError:  # e.g. the agent filled the disk: keep draining, drop the text
+                self.disk_full = self.disk_full or disk_nearly_full(self.out)
         if len(data) > room and self.termination is None:
             self.termination = "output_limit"
 
@@ -232,6 +291,12 @@ class Supervision:
         elif time.monotonic() >= self.deadline:
             self.termination = "timeout"
 
+    def sample_disk(self) -> None:
+        now = time.monotonic()
+        if now >= self.next_disk_sample:
+            self.next_disk_sample = now + DISK_SAMPLE_S
+            self.disk_full = self.disk_full or disk_nearly_full(self.out)
+
     def winding_down(self) -> bool:
         return self.termination is not None or self.status is not None
 
@@ -247,9 +312,10 @@ def supervise(run: Supervision, wakeup: int) -> None:
             kill_everything(run.agent_pid, run.pid_namespace)
         if run.no_children and run.logs:
             drain_orphaned_streams(run)
+        run.sample_disk()
         if run.done():
             return
-        wait_s = 0.05 if run.winding_down() else min(1.0, run.deadline - time.monotonic())
+        wait_s = 0.05 if run.winding_down() else min(DISK_SAMPLE_S, run.deadline - time.monotonic())
         readable, _, _ = select.select([*run.logs, wakeup], [], [], max(wait_s, 0.0))
         for fd in readable:
             if fd == wakeup:
@@ -296,6 +362,7 @@ def finished_state(base: dict[str, Any], run: Supervision) -> dict[str, Any]:
         "exit_code": os.WEXITSTATUS(status) if exited else None,
         "signal": None if exited else os.WTERMSIG(status),
         "termination": run.termination,
+        "disk_full": run.disk_full,
         "rusage": {
             "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
             "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
@@ -329,6 +396,7 @@ def install_signals(holder: list[Supervision]) -> int:
 
 
 def failed_to_start(options: Options, error: OSError) -> int:
+    release_reserve(options.out)
     with contextlib.suppress(OSError), open_log(options.out, LOGS[1]) as log:
         log.write(f"runner: cannot start the agent: {error.strerror or error}\n".encode())
     now = time.time()
@@ -346,6 +414,7 @@ def main(argv: list[str]) -> int:
         prctl(PR_SET_CHILD_SUBREAPER, 1)
     prctl(PR_SET_DUMPABLE, 0)  # the agent (same uid) may not ptrace the runner
     logs = [open_log(options.out, name) for name in LOGS]
+    make_reserve(options.out)
     pipes = [os.pipe2(os.O_CLOEXEC) for _ in LOGS]
     try:
         agent_pid = spawn(options, pipes[0][1], pipes[1][1])
@@ -360,6 +429,7 @@ def main(argv: list[str]) -> int:
         log_limit=options.log_limit,
         deadline=time.monotonic() + options.timeout,
         pid_namespace=options.pid_namespace,
+        out=options.out,
     )
     holder.append(run)
     for fd in run.logs:
@@ -368,7 +438,9 @@ def main(argv: list[str]) -> int:
     write_state(options.out, {**base, "exit_code": None, "signal": None, "termination": None})
     notify_ready(options.ready_fd)
     supervise(run, wakeup)
-    write_state(options.out, finished_state(base, run))
+    final = finished_state(base, run)
+    release_reserve(options.out)
+    write_state(options.out, final)
     return 0
 
 

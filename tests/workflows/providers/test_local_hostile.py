@@ -1,0 +1,236 @@
+"""Hostile agents (tests/fakes/agents/) in `local` sandboxes: each is contained, quickly, and the
+host is untouched afterwards (no processes, cgroups, mounts or files left behind)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.workflows.providers.kits import Kit, host_pids_matching, run_to_end, wait_state
+from workflows.providers.base import FileKind
+from workflows.providers.cgroups import CONTROLLERS
+from workflows.providers.local import RUNNER, LocalSandbox
+
+pytestmark = pytest.mark.timeout(120)
+
+Run = Callable[..., Awaitable[tuple[LocalSandbox, dict[str, Any]]]]
+
+
+def uid_processes(uid: int) -> list[int]:
+    """Live processes of `uid` (zombies hold nothing; this host's init reaps them lazily)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                status = (entry / "status").read_text()
+            except OSError:
+                continue
+            if f"\nUid:\t{uid}\t" in status and "\nState:\tZ" not in status:
+                found.append(int(entry.name))
+    return found
+
+
+async def assert_host_clean(kit: Kit, sandbox: LocalSandbox) -> None:
+    for _ in range(50):  # the last zombies are reaped a moment later
+        if not uid_processes(sandbox.uid):
+            break
+        await asyncio.sleep(0.05)
+    assert uid_processes(sandbox.uid) == []
+    for controller in CONTROLLERS:
+        assert not sandbox.cgroups.path(controller).exists()
+    assert not os.path.ismount(sandbox.layout.root)
+    assert not sandbox.layout.root.exists()
+    assert not sandbox.disk_image.exists()
+    assert not (kit.base / "sandboxes" / ".uids" / str(sandbox.uid)).exists()
+
+
+@pytest.fixture
+async def run_hostile(local_kit: Kit) -> AsyncIterator[Run]:
+    """Run a command to the end in a fresh sandbox; terminate it and check the host afterwards."""
+    made: list[LocalSandbox] = []
+
+    async def run(command: str, **limits: Any) -> tuple[LocalSandbox, dict[str, Any]]:
+        sandbox = await local_kit.provider.create(local_kit.spec(**limits))
+        assert isinstance(sandbox, LocalSandbox)
+        made.append(sandbox)
+        return sandbox, await run_to_end(sandbox, command, timeout_s=60)
+
+    yield run
+    for sandbox in made:
+        await sandbox.terminate()
+        await assert_host_clean(local_kit, sandbox)
+
+
+async def result_of(sandbox: LocalSandbox) -> Any:
+    return json.loads(await sandbox.read_file("/out/result.json", max_bytes=64 << 20))
+
+
+async def out_text(sandbox: LocalSandbox) -> bytes:
+    """Everything the agent left in /out, concatenated."""
+    text = b""
+    for info in await sandbox.list_files("/out"):
+        if info.kind is FileKind.FILE:
+            text += await sandbox.read_file(f"/out/{info.path}", max_bytes=64 << 20)
+    return text
+
+
+async def test_no_network_not_even_the_hosts_loopback(run_hostile: Run) -> None:
+    accepted: list[bytes] = []
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(await reader.read(100))
+        writer.close()
+
+    server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        sandbox, state = await run_hostile(f"python3 agents/network.py 127.0.0.1 {port}")
+        await asyncio.sleep(0.1)
+    attempts = await result_of(sandbox)
+    assert state["exit_code"] == 0
+    assert f"127.0.0.1:{port}" in attempts and len(attempts) == 4
+    assert all(outcome.startswith("failed") for outcome in attempts.values()), attempts
+    assert accepted == []
+
+
+async def test_host_environment_and_home_folders_stay_hidden(
+    run_hostile: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env_marker, file_marker = f"env-{secrets.token_hex(8)}", f"file-{secrets.token_hex(8)}"
+    monkeypatch.setenv("EVALBOT_HOSTILE_MARKER", env_marker)  # the worker's own environment
+    fake_root = tmp_path / "fake-root"
+    (fake_root / ".ssh").mkdir(parents=True)
+    (fake_root / ".ssh" / "id_ed25519").write_text(f"PRIVATE KEY {file_marker}\n")
+    sandbox, state = await run_hostile(f"python3 agents/snoop.py {fake_root} {tmp_path}")
+    assert state["exit_code"] == 0
+    seen = await result_of(sandbox)
+    everything = await out_text(sandbox)
+    assert env_marker.encode() not in everything
+    assert file_marker.encode() not in everything
+    assert set(seen["env"]) <= {
+        "PATH", "HOME", "TMPDIR", "LANG", "USER", "LOGNAME", "PWD", "SHLVL", "_",
+        "EVALBOT_TEST_SECRET", "EVALBOT_REPO_DIR", "EVALBOT_WORLD_DIR", "EVALBOT_CASE_DIR",
+        "EVALBOT_OUT_DIR",
+    }  # fmt: skip
+    assert not any(path.startswith(("/root/", "/home/", "/work/")) for path in seen["files"])
+    assert seen["files"][str(fake_root)].startswith("<")  # an error, not content
+    assert seen["files"]["/proc/1/environ"].startswith("<")  # the runner is not readable
+
+
+async def test_writes_outside_out_and_world_fail(run_hostile: Run, local_kit: Kit) -> None:
+    runner_before = hashlib.sha256(RUNNER.read_bytes()).hexdigest()
+    image_before = sorted(p.name for p in Path(local_kit.image).iterdir())
+    sandbox, _ = await run_hostile("python3 agents/escape_writes.py")
+    attempts = await result_of(sandbox)
+    private = attempts.pop("/tmp/private.txt")
+    assert private == "written"  # its own tmpfs, gone with the sandbox
+    assert attempts and all(outcome.startswith("failed") for outcome in attempts.values()), attempts
+    assert hashlib.sha256(RUNNER.read_bytes()).hexdigest() == runner_before
+    assert sorted(p.name for p in Path(local_kit.image).iterdir()) == image_before
+    assert not any(info.path.startswith("escaped") for info in await sandbox.list_files("/case"))
+    assert not Path("/escaped.txt").exists() and not Path("/tmp/private.txt").exists()
+
+
+async def test_fork_bomb_is_contained_by_the_pids_limit(local_kit: Kit) -> None:
+    sandbox = await local_kit.provider.create(local_kit.spec(pids=48, wall_timeout_s=3))
+    assert isinstance(sandbox, LocalSandbox)
+    try:
+        started = time.monotonic()
+        await sandbox.start("python3 agents/fork_bomb.py")
+        await asyncio.sleep(1.0)  # the bomb is at its limit by now
+        assert len(sandbox.cgroups.pids()) <= 48
+        for _ in range(20):  # the host can still fork
+            done = await asyncio.create_subprocess_exec("true")
+            assert await done.wait() == 0
+        state = await wait_state(sandbox, timeout_s=20)
+        assert state["termination"] == "timeout"
+        assert time.monotonic() - started < 10
+        assert (await sandbox.usage()).pids_limit_hit
+    finally:
+        await sandbox.terminate()
+    await assert_host_clean(local_kit, sandbox)
+
+
+async def test_memory_hog_is_killed_by_the_memory_limit(run_hostile: Run) -> None:
+    started = time.monotonic()
+    sandbox, state = await run_hostile("python3 agents/memory_hog.py", memory_mb=128)
+    usage = await sandbox.usage()
+    assert 9 in (state["signal"], state["exit_code"] - 128) and state["termination"] is None
+    assert usage.oom_killed
+    assert usage.peak_memory_mb <= 128 + 1
+    assert (await result_of(sandbox))["allocated_mb"] < 256
+    assert time.monotonic() - started < 20
+
+
+async def test_one_gigabyte_of_stdout_stops_at_the_log_cap(run_hostile: Run) -> None:
+    started = time.monotonic()
+    sandbox, state = await run_hostile("python3 agents/flood_stdout.py", stdout_limit_mb=2)
+    assert state["termination"] == "output_limit"
+    sizes = {info.path: info.size for info in await sandbox.list_files("/out")}
+    assert sizes["stdout.log"] == 2 << 20
+    assert time.monotonic() - started < 15
+
+
+async def test_agent_that_never_exits_is_killed_with_its_daemon(run_hostile: Run) -> None:
+    started = time.monotonic()
+    sandbox, state = await run_hostile("python3 agents/never_exits.py", wall_timeout_s=1)
+    assert state["termination"] == "timeout"
+    assert time.monotonic() - started < 8
+    for _ in range(50):
+        if not sandbox.cgroups.pids():
+            break
+        await asyncio.sleep(0.02)
+    assert sandbox.cgroups.pids() == []  # the runner finished: nothing is left in the sandbox
+    assert host_pids_matching("evalbot-daemon") == []
+    assert not await sandbox.runner_alive()
+
+
+async def test_disk_filler_hits_the_disk_cap_not_the_host_disk(run_hostile: Run) -> None:
+    sandbox, state = await run_hostile("python3 agents/disk_filler.py", disk_mb=24)
+    assert state["exit_code"] == 3
+    assert b"No space left on device" in await sandbox.read_file("/out/stdout.log")
+    written = sum(i.size for i in await sandbox.list_files("/out") if i.path.startswith("filler/"))
+    assert 16 << 20 <= written <= 40 << 20
+    assert (await sandbox.usage()).disk_limit_hit
+
+
+async def test_one_big_file_hits_the_file_size_limit(run_hostile: Run) -> None:
+    sandbox, state = await run_hostile(
+        "head -c 1073741824 /dev/zero > /out/big.bin", file_size_mb=8, disk_mb=64
+    )
+    assert state["exit_code"] == 128 + 25  # the shell reports its child's SIGXFSZ
+    sizes = {info.path: info.size for info in await sandbox.list_files("/out")}
+    assert sizes["big.bin"] == 8 << 20
+    assert not (await sandbox.usage()).disk_limit_hit
+
+
+async def test_agent_cannot_create_user_namespaces(run_hostile: Run) -> None:
+    sandbox, state = await run_hostile("unshare --user --map-root-user true")
+    assert state["exit_code"] != 0
+    assert b"Operation not permitted" in await sandbox.read_file("/out/stderr.log")
+
+
+async def test_sandboxes_run_as_distinct_unprivileged_users(local_kit: Kit) -> None:
+    first = await local_kit.provider.create(local_kit.spec())
+    second = await local_kit.provider.create(local_kit.spec())
+    try:
+        ids = [await box.exec(["id", "-u"]) for box in (first, second)]
+        uids = {int(result.stdout) for result in ids}
+        assert len(uids) == 2 and all(uid >= 100_000 for uid in uids)
+        fields = "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status"
+        status = await first.exec(["sh", "-c", fields])
+        assert status.stdout.split() == [
+            b"CapEff:", b"0000000000000000", b"NoNewPrivs:", b"1", b"Seccomp:", b"2",
+        ]  # fmt: skip
+    finally:
+        for box in (first, second):
+            await box.terminate()
