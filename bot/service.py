@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from github import GithubException
+
 from bot import replies
 from bot.github.gateway import RepoGateway
 from bot.github.types import PullInfo, ReporterRef
@@ -305,8 +307,14 @@ class EvalService:
         await _io(gw.comment, origin.number, text)
 
     async def _react(self, gw: RepoGateway, origin: Origin, content: str) -> None:
-        if origin.comment_id is not None:
+        """Acknowledge with a reaction: best effort, since the work it confirms is already done
+        (failing the delivery now would redo that work on redelivery)."""
+        if origin.comment_id is None:
+            return
+        try:
             await _io(gw.react, origin.comment_id, content)
+        except GithubException as error:
+            log.warning("could not react to comment %s: GitHub %s", origin.comment_id, error.status)
 
 
 def _is_for_head(experiment_id: str, head_sha: str) -> bool:

@@ -96,6 +96,13 @@ async def wait_for(predicate: Callable[[], bool], what: str) -> None:
         await asyncio.sleep(0.2)
 
 
+def comment(github: FakeGitHub, body: str) -> dict[str, Any]:
+    """A PR comment delivery for a comment that exists on the fake GitHub."""
+    payload = pr_comment(body)
+    payload["comment"]["id"] = github.add_comment(REPO, NUMBER, body, "Codertocat")["id"]
+    return payload
+
+
 def bot_comments(github: FakeGitHub) -> list[dict[str, Any]]:
     return [c for c in github.comments_on(REPO, NUMBER) if c["user"]["type"] == "Bot"]
 
@@ -110,9 +117,7 @@ async def test_eval_comment_ends_with_one_report_comment_and_one_completed_check
 ) -> None:
     bot, client, _store = running
     serve_pull(github, agent_repo)
-    body = "/eval tiny --trials 1 --cases consent-draft,sale-plans"
-    payload = pr_comment(body)
-    payload["comment"]["id"] = github.add_comment(REPO, NUMBER, body, "Codertocat")["id"]
+    payload = comment(github, "/eval tiny --trials 1 --cases consent-draft,sale-plans")
 
     first = await bot.deliver("issue_comment", payload, delivery="e2e-delivery")
     again = await bot.deliver("issue_comment", payload, delivery="e2e-delivery")
@@ -121,14 +126,22 @@ async def test_eval_comment_ends_with_one_report_comment_and_one_completed_check
 
     await client.get_workflow_handle(experiment_id).result()
     assert await experiments(client, f"gh/{REPO}/pr{NUMBER}/") == [experiment_id]
-    (comment,) = bot_comments(github)
-    text = comment["body"]
+    (report,) = bot_comments(github)
+    text = report["body"]
     assert "| criterion |" in text and "overall" in text
     assert agent_repo.head[:7] in text and agent_repo.base[:7] in text
     (check,) = github.check_runs_for(REPO)
     assert check["status"] == "completed" and check["conclusion"] in ("success", "neutral")
     assert check["head_sha"] == agent_repo.head and check["external_id"] == experiment_id
     assert github.reactions_on(payload["comment"]["id"]) == ["rocket"]
+
+    status = await bot.deliver("issue_comment", comment(github, "/eval status"))
+    assert status["experiments"] == [experiment_id]
+    assert "| 4/4 | finished |" in bot_comments(github)[-1]["body"]
+    rerun = await bot.deliver("issue_comment", comment(github, "/eval rerun --failed tiny"))
+    assert rerun == {"action": "rerun", "detail": "", "experiments": [experiment_id]}
+    await client.get_workflow_handle(experiment_id).result()  # nothing failed: nothing reran
+    assert len(github.check_runs_for(REPO)) == 1
 
 
 async def test_outsiders_start_nothing_and_get_an_explanation(
@@ -177,8 +190,8 @@ async def test_a_push_while_labelled_cancels_the_old_experiment(
         await client.get_workflow_handle(experiment_id).result()
     runs = {r["external_id"]: r for r in github.check_runs_for(REPO)}
     assert runs[old]["conclusion"] == "cancelled" and runs[new]["conclusion"] == "cancelled"
-    (comment,) = bot_comments(github)
-    assert new in comment["body"] and "Cancelled" in comment["body"]
+    (report,) = bot_comments(github)
+    assert new in report["body"] and "Cancelled" in report["body"]
     handle = client.get_workflow_handle(old)
     assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
     assert json.dumps(pushed)

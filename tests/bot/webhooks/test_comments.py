@@ -230,3 +230,12 @@ def test_a_github_outage_fails_the_delivery_and_a_redelivery_retries_it(
     retried = sender.deliver("issue_comment", payload, delivery="outage-1")
     assert retried.json()["action"] == "started"
     assert launcher.started == [EXPERIMENT]
+
+
+def test_a_failed_reaction_does_not_fail_a_started_request(
+    sender: Sender, github: FakeGitHub, launcher: FakeLauncher
+) -> None:
+    payload = pr_comment("/eval tiny")  # its comment id is unknown to GitHub (deleted)
+    response = sender.deliver("issue_comment", payload)
+    assert response.status_code == 200 and response.json()["action"] == "started"
+    assert github.calls_to("POST", r"/reactions$")[0].status == 404
