@@ -56,17 +56,24 @@ async def create_disk(image: Path, mountpoint: Path, size_mb: int) -> None:
         image.unlink(missing_ok=True)
         raise SandboxCreateError(f"could not format the sandbox disk: {detail[-200:]}")
     mountpoint.mkdir(mode=0o755)
+    try:
+        await mount_disk(image, mountpoint)
+    except SandboxError:
+        mountpoint.rmdir()
+        image.unlink(missing_ok=True)
+        raise
+    mountpoint.chmod(0o755)
+
+
+async def mount_disk(image: Path, mountpoint: Path) -> None:
     options = "loop,nosuid,nodev,noatime"
     code, detail = await _run(
         [_tool("mount"), "-t", "ext4", "-o", options, str(image), str(mountpoint)]
     )
     if code != 0:
-        mountpoint.rmdir()
-        image.unlink(missing_ok=True)
         raise SandboxCreateError(
             f"could not mount the sandbox disk (loop devices?): {detail[-200:]}"
         )
-    mountpoint.chmod(0o755)
 
 
 async def remove_disk(image: Path, mountpoint: Path) -> None:

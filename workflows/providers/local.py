@@ -34,7 +34,13 @@ from workflows.providers.base import (
 )
 from workflows.providers.bwrap import BASE_ENV, BUILD_ETC_FILES, Bind, BwrapCommand, write_etc
 from workflows.providers.cgroups import CGROUP_ROOT, CgroupSet, CgroupUsage, cgroups_available
-from workflows.providers.disk import create_disk, disk_full, disk_size_mb, remove_disk
+from workflows.providers.disk import (
+    create_disk,
+    disk_full,
+    disk_size_mb,
+    mount_disk,
+    remove_disk,
+)
 from workflows.providers.folder import FolderSandbox, read_state
 from workflows.providers.images import ImageBuilder
 from workflows.providers.launch import joined, launch_detached, run_bounded, wait_ready
@@ -298,6 +304,9 @@ class LocalProvider(SandboxProvider):
 
     async def attach(self, sandbox_id: str) -> LocalSandbox:
         layout = Layout(self.sandbox_dir / check_sandbox_id(sandbox_id))
+        image = self.disk_dir / f"{sandbox_id}.ext4"
+        if image.is_file() and layout.root.is_dir() and not os.path.ismount(layout.root):
+            await mount_disk(image, layout.root)  # the host rebooted: outputs are still there
         meta = await asyncio.to_thread(read_meta, layout)
         if meta.get("provider") != self.name:
             raise SandboxNotFound(f"sandbox {sandbox_id} was not created by the local provider")

@@ -22,25 +22,25 @@ finished state also carries "rusage" (CPU seconds and peak RSS of the agent's pr
 every 0.1 s). While the agent runs, `<out>/.runner-reserve` (1 MiB) keeps room for the final state
 in case the agent fills the disk; it is deleted before the final state is written. When
 `--ready-fd` is given, "ready" is written to it once the running state is on disk.
+
+It imports as little as it can (no subprocess, argparse, json, enum): its start-up time is paid by
+every cell of an experiment.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
+import _signal as signals  # type: ignore[import-not-found]  # `signal` imports enum: slow
 import ctypes
 import errno
-import json
 import os
 import resource
 import select
-import signal
-import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+
+TYPE_CHECKING = False  # `typing` imports re: slow; mypy treats this name as always true
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 STATE_FILE = ".state.json"
 LOGS = ("stdout.log", "stderr.log")
@@ -54,47 +54,62 @@ RESERVE_BYTES = 1 << 20
 DISK_FULL_BYTES = 2 << 20  # free space below this (or 1 % of the disk) counts as "full":
 # ext4 refuses writes with about 1 MiB still free (its delayed-allocation watermark)
 DISK_SAMPLE_S = 0.1
+SIGKILL, SIGCHLD = 9, 17
+STOP_SIGNALS = (15, 2, 1)  # SIGTERM, SIGINT, SIGHUP
+RESET_SIGNALS = (*STOP_SIGNALS, SIGCHLD, 13, 25)  # ... SIGPIPE, SIGXFSZ (Python ignores those)
+USAGE = (
+    "usage: runner.py --out DIR --cwd DIR --timeout S --log-limit BYTES [--fsize BYTES] "
+    "[--ready-fd N] [--pid-namespace] -- COMMAND"
+)
 
 
-@dataclass
 class Options:
-    out: str
-    cwd: str
-    timeout: float
-    log_limit: int
-    fsize: int
-    ready_fd: int
-    pid_namespace: bool
-    command: str
+    def __init__(self) -> None:
+        self.out = ""
+        self.cwd = ""
+        self.timeout = 0.0
+        self.log_limit = 0
+        self.fsize = 0
+        self.ready_fd = -1
+        self.pid_namespace = False
+        self.command = ""
 
 
 def parse_args(argv: list[str]) -> Options:
-    parser = argparse.ArgumentParser(prog="runner", description="Run an agent command.")
-    parser.add_argument("--out", required=True, help="folder for logs and the state file")
-    parser.add_argument("--cwd", required=True, help="working directory of the agent")
-    parser.add_argument("--timeout", type=float, required=True, help="wall timeout, seconds")
-    parser.add_argument("--log-limit", type=int, required=True, help="cap per log, bytes")
-    parser.add_argument("--fsize", type=int, default=0, help="RLIMIT_FSIZE for the agent")
-    parser.add_argument("--ready-fd", type=int, default=-1, help="fd told 'ready' when running")
-    parser.add_argument("--pid-namespace", action="store_true", help="we are pid 1 of our own")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- shell command")
-    args = parser.parse_args(argv)
-    words = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if len(words) != 1:
-        parser.error("give exactly one shell command after --")
-    return Options(
-        out=args.out,
-        cwd=args.cwd,
-        timeout=args.timeout,
-        log_limit=args.log_limit,
-        fsize=args.fsize,
-        ready_fd=args.ready_fd,
-        pid_namespace=args.pid_namespace and os.getpid() == 1,
-        command=words[0],
-    )
+    options, rest = Options(), list(argv)
+    fields = {"--out": "out", "--cwd": "cwd", "--timeout": "timeout", "--log-limit": "log_limit"}
+    fields |= {"--fsize": "fsize", "--ready-fd": "ready_fd"}
+    try:
+        while rest and rest[0] != "--":
+            flag = rest.pop(0)
+            if flag == "--pid-namespace":
+                options.pid_namespace = os.getpid() == 1
+                continue
+            name = fields[flag]
+            kind = type(getattr(options, name))
+            setattr(options, name, kind(rest.pop(0)))
+    except (KeyError, IndexError, ValueError):
+        raise SystemExit(USAGE) from None
+    if rest[:1] != ["--"] or len(rest) != 2 or not (options.out and options.cwd):
+        raise SystemExit(USAGE)
+    options.command = rest[1]
+    return options
 
 
 # -- state file ----------------------------------------------------------------------------------
+
+
+def to_json(value: Any) -> str:
+    """Enough JSON for the state file (dicts, strings, numbers, booleans, null)."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        escaped = "".join(c if c >= " " and c not in '"\\' else f"\\u{ord(c):04x}" for c in value)
+        return f'"{escaped}"'
+    items = ", ".join(f"{to_json(str(key))}: {to_json(item)}" for key, item in value.items())
+    return "{" + items + "}"
 
 
 def write_state(out: str, state: dict[str, Any]) -> None:
@@ -110,10 +125,9 @@ def write_state(out: str, state: dict[str, Any]) -> None:
 
 def _write_state(out: str, state: dict[str, Any]) -> None:
     """Refuses to follow anything the agent planted at the temporary name."""
-    data = json.dumps(state).encode()
+    data = to_json(state).encode()
     tmp = os.path.join(out, f"{STATE_FILE}.tmp-{os.getpid()}")
-    with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
-        os.unlink(tmp)
+    unlink_quietly(tmp)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
         os.write(fd, data)
@@ -122,11 +136,17 @@ def _write_state(out: str, state: dict[str, Any]) -> None:
     os.rename(tmp, os.path.join(out, STATE_FILE))
 
 
+def unlink_quietly(path: str) -> None:
+    try:  # noqa: SIM105 - contextlib costs start-up time (as do typing, enum, re)
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 def make_reserve(out: str) -> None:
     """Set aside room for the state file: the agent may fill the disk it shares with us."""
     path = os.path.join(out, RESERVE)
-    with contextlib.suppress(OSError):
-        os.unlink(path)
+    unlink_quietly(path)
     try:
         fd = os.open(
             path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
@@ -136,15 +156,16 @@ def make_reserve(out: str) -> None:
     try:
         os.posix_fallocate(fd, 0, RESERVE_BYTES)
     except OSError:
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105
             os.write(fd, bytes(RESERVE_BYTES))
+        except OSError:
+            pass
     finally:
         os.close(fd)
 
 
 def release_reserve(out: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(os.path.join(out, RESERVE))
+    unlink_quietly(os.path.join(out, RESERVE))
 
 
 def disk_nearly_full(out: str) -> bool:
@@ -158,8 +179,7 @@ def disk_nearly_full(out: str) -> bool:
 
 def open_log(out: str, name: str) -> BinaryIO:
     path = os.path.join(out, name)
-    with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
-        os.unlink(path)  # never write through a symlink or into a file someone else holds
+    unlink_quietly(path)  # never write through a symlink or into a file someone else holds
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     return os.fdopen(os.open(path, flags, 0o644), "wb", buffering=0)
 
@@ -175,17 +195,47 @@ def prctl(option: int, value: int) -> bool:
         return False
 
 
-def agent_preexec(fsize: int) -> Callable[[], None]:
-    """Runs in the forked child before exec (the runner is single-threaded, so this is safe)."""
+def spawn(options: Options, stdout: int, stderr: int) -> int:
+    """fork + exec `/bin/sh -c command` in its own session; OSError if the exec failed."""
+    error_r, error_w = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:  # the child: we are single-threaded, so Python code is safe here
+        try:
+            become_agent(options, stdout, stderr, keep=error_w)
+        except OSError as failure:
+            os.write(error_w, str(failure.errno or 0).encode())
+        finally:
+            os._exit(127)
+    os.close(error_w)
+    failed = os.read(error_r, 32)
+    os.close(error_r)
+    if failed:
+        os.waitpid(pid, 0)
+        code = int(failed)
+        raise OSError(code, os.strerror(code))
+    return pid
 
-    def setup() -> None:
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if fsize > 0:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-        with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as handle:
+
+def become_agent(options: Options, stdout: int, stderr: int, keep: int) -> None:
+    os.setsid()
+    for signum in RESET_SIGNALS:
+        signals.signal(signum, signals.SIG_DFL)
+    signals.set_wakeup_fd(-1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    for target, source in ((0, null), (1, stdout), (2, stderr)):
+        os.dup2(source, target)
+    os.closerange(3, keep)  # the ready pipe and everything else the runner holds
+    os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
+    os.chdir(options.cwd)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if options.fsize > 0:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (options.fsize, options.fsize))
+    try:
+        with open("/proc/self/oom_score_adj", "w") as handle:
             handle.write(str(AGENT_OOM_SCORE_ADJ))
-
-    return setup
+    except OSError:
+        pass
+    os.execv("/bin/sh", ["sh", "-c", options.command])  # noqa: S606 - the shell is the point
 
 
 def children_of(pid: int) -> list[int]:
@@ -211,42 +261,46 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def signal_quietly(pid: int, signum: int, group: bool = False) -> None:
+    try:  # noqa: SIM105
+        (os.killpg if group else os.kill)(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def kill_everything(agent_pid: int, pid_namespace: bool) -> None:
     """SIGKILL every process the agent started (but not the runner)."""
     if pid_namespace:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(-1, signal.SIGKILL)  # pid 1 is spared: that is us
+        signal_quietly(-1, SIGKILL)  # everything in our pid namespace; pid 1 (us) is spared
         return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(agent_pid, signal.SIGKILL)
+    signal_quietly(agent_pid, SIGKILL, group=True)
     for _ in range(50):  # descendants may fork while we kill; repeat until none are left
         victims = children_of(os.getpid())
         if not victims:
             return
         for victim in victims:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(victim, signal.SIGKILL)
+            signal_quietly(victim, SIGKILL)
 
 
 # -- supervision ---------------------------------------------------------------------------------
 
 
-@dataclass
 class Supervision:
-    agent_pid: int
-    logs: dict[int, BinaryIO]  # read end of a pipe -> its capped log file
-    log_limit: int
-    deadline: float
-    pid_namespace: bool
-    written: dict[int, int] = field(default_factory=dict)
-    status: int | None = None  # wait status of the agent's main process
-    termination: str | None = None
-    stop_requested: bool = False
-    no_children: bool = False
-    streams_deadline: float | None = None
-    out: str = ""
-    disk_full: bool = False
-    next_disk_sample: float = 0.0
+    def __init__(self, options: Options, agent_pid: int, logs: dict[int, BinaryIO]) -> None:
+        self.agent_pid = agent_pid
+        self.logs = logs  # read end of a pipe -> its capped log file
+        self.log_limit = options.log_limit
+        self.deadline = time.monotonic() + options.timeout
+        self.pid_namespace = options.pid_namespace
+        self.out = options.out
+        self.written: dict[int, int] = {}
+        self.status: int | None = None  # wait status of the agent's main process
+        self.termination: str | None = None
+        self.stop_requested = False
+        self.no_children = False
+        self.streams_deadline: float | None = None
+        self.disk_full = False
+        self.next_disk_sample = 0.0
 
     def reap(self) -> None:
         while True:
@@ -319,8 +373,10 @@ def supervise(run: Supervision, wakeup: int) -> None:
         readable, _, _ = select.select([*run.logs, wakeup], [], [], max(wait_s, 0.0))
         for fd in readable:
             if fd == wakeup:
-                with contextlib.suppress(BlockingIOError):
+                try:  # noqa: SIM105
                     os.read(wakeup, 512)
+                except BlockingIOError:
+                    pass
             elif fd in run.logs:
                 run.pump(fd)
 
@@ -333,22 +389,6 @@ def drain_orphaned_streams(run: Supervision) -> None:
     if now >= run.streams_deadline:
         for fd in list(run.logs):
             run.close_stream(fd)
-
-
-def spawn(options: Options, stdout: int, stderr: int) -> int:
-    agent = subprocess.Popen(  # noqa: S602 - running the agent's shell command is the point
-        options.command,
-        shell=True,
-        executable="/bin/sh",
-        cwd=options.cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=stdout,
-        stderr=stderr,
-        start_new_session=True,
-        preexec_fn=agent_preexec(options.fsize),
-    )
-    agent.returncode = 0  # we reap it ourselves (waitpid(-1)); keep Popen from trying later
-    return agent.pid
 
 
 def finished_state(base: dict[str, Any], run: Supervision) -> dict[str, Any]:
@@ -373,32 +413,35 @@ def finished_state(base: dict[str, Any], run: Supervision) -> dict[str, Any]:
 def notify_ready(fd: int) -> None:
     if fd < 0:
         return
-    with contextlib.suppress(OSError):
+    try:
         os.write(fd, b"ready\n")
-    with contextlib.suppress(OSError):
         os.close(fd)
+    except OSError:
+        pass
 
 
 def install_signals(holder: list[Supervision]) -> int:
     """SIGCHLD wakes the select loop; SIGTERM/SIGINT/SIGHUP ask for a clean stop."""
     read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    os.set_blocking(write_end, False)
-    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    signals.set_wakeup_fd(write_end, warn_on_full_buffer=False)
 
     def on_stop(signum: int, frame: object) -> None:
         for run in holder:
             run.stop_requested = True
 
-    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, on_stop)
+    signals.signal(SIGCHLD, lambda signum, frame: None)
+    for signum in STOP_SIGNALS:
+        signals.signal(signum, on_stop)
     return read_end
 
 
 def failed_to_start(options: Options, error: OSError) -> int:
     release_reserve(options.out)
-    with contextlib.suppress(OSError), open_log(options.out, LOGS[1]) as log:
-        log.write(f"runner: cannot start the agent: {error.strerror or error}\n".encode())
+    try:
+        with open_log(options.out, LOGS[1]) as log:
+            log.write(f"runner: cannot start the agent: {error.strerror or error}\n".encode())
+    except OSError:
+        pass
     now = time.time()
     state = {"status": "finished", "pid": 0, "started_at": now, "finished_at": now}
     write_state(options.out, {**state, "exit_code": 127, "signal": None, "termination": None})
@@ -423,14 +466,7 @@ def main(argv: list[str]) -> int:
     finally:
         for _, write_end in pipes:
             os.close(write_end)
-    run = Supervision(
-        agent_pid=agent_pid,
-        logs={pipes[0][0]: logs[0], pipes[1][0]: logs[1]},
-        log_limit=options.log_limit,
-        deadline=time.monotonic() + options.timeout,
-        pid_namespace=options.pid_namespace,
-        out=options.out,
-    )
+    run = Supervision(options, agent_pid, {pipes[0][0]: logs[0], pipes[1][0]: logs[1]})
     holder.append(run)
     for fd in run.logs:
         os.set_blocking(fd, False)
@@ -449,4 +485,4 @@ if __name__ == "__main__":
         sys.exit(main(sys.argv[1:]))
     except OSError as failure:
         print(f"runner: {failure.strerror or failure}", file=sys.stderr)
-        sys.exit(70 if failure.errno != errno.ENOSPC else 71)
+        sys.exit(70)

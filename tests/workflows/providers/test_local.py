@@ -1,0 +1,81 @@
+"""`local` specifics the conformance suite cannot express: host checks, recovery, limits setup."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.workflows.providers.kits import Kit, run_to_end
+from workflows.providers.base import ProviderRefused, SandboxNotFound
+from workflows.providers.local import LocalProvider, LocalSandbox
+
+pytestmark = pytest.mark.timeout(120)
+
+
+async def test_refuses_without_cgroups(local_kit: Kit, tmp_path: Path) -> None:
+    provider = LocalProvider(tmp_path / "s", tmp_path / "i", cgroup_root=tmp_path / "no-cgroups")
+    with pytest.raises(ProviderRefused, match="cgroup v1 controllers not writable"):
+        await provider.create(local_kit.spec())
+    assert not (tmp_path / "s").exists()
+
+
+async def test_limits_are_written_to_the_cgroups(local_kit: Kit) -> None:
+    sandbox = await local_kit.provider.create(local_kit.spec(cpu=0.5, memory_mb=300, pids=77))
+    assert isinstance(sandbox, LocalSandbox)
+    try:
+        path = sandbox.cgroups.path
+        assert (path("pids") / "pids.max").read_text().strip() == "77"
+        assert (path("memory") / "memory.limit_in_bytes").read_text().strip() == str(300 << 20)
+        assert (path("cpu") / "cpu.cfs_quota_us").read_text().strip() == "50000"
+        df = await sandbox.exec(["df", "-k", "/out", "/tmp"])
+        sizes = [int(line.split()[1]) for line in df.stdout.decode().splitlines()[1:]]
+        assert sizes[0] < (1024 + 64) * 1024  # /out: the disk_mb-sized sandbox disk, not the host's
+        assert sizes[1] <= 1024 * 1024  # /tmp: capped tmpfs
+    finally:
+        await sandbox.terminate()
+
+
+async def test_attach_after_a_reboot_remounts_the_disk(local_kit: Kit) -> None:
+    """Mounts and cgroups vanish with a reboot; the sandbox's disk image does not."""
+    sandbox = await local_kit.provider.create(local_kit.spec())
+    assert isinstance(sandbox, LocalSandbox)
+    await run_to_end(sandbox, "python3 answer.py")
+    await sandbox.cgroups.remove()
+    done = await asyncio.create_subprocess_exec("umount", str(sandbox.layout.root))
+    assert await done.wait() == 0
+    again = await local_kit.make().attach(sandbox.id)
+    assert (await again.read_file("/out/answer.md")).startswith(b"42")
+    assert not await again.runner_alive()
+    await again.terminate()
+    assert not sandbox.disk_image.exists() and not sandbox.layout.root.exists()
+    with pytest.raises(SandboxNotFound):
+        await local_kit.make().attach(sandbox.id)
+
+
+async def test_create_and_terminate_are_fast(local_kit: Kit) -> None:
+    """create() for a small world well under 150 ms (median of 5; generous bound for CI noise)."""
+    create_s, terminate_s = [], []
+    for _ in range(5):
+        started = time.perf_counter()
+        sandbox = await local_kit.provider.create(local_kit.spec())
+        create_s.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        await sandbox.terminate()
+        terminate_s.append(time.perf_counter() - started)
+    assert statistics.median(create_s) < 0.15, create_s
+    assert statistics.median(terminate_s) < 0.15, terminate_s
+
+
+async def test_sandbox_folder_is_private_to_root(local_kit: Kit) -> None:
+    sandbox = await local_kit.provider.create(local_kit.spec())
+    assert isinstance(sandbox, LocalSandbox)
+    try:
+        assert os.stat(sandbox.layout.meta).st_mode & 0o777 == 0o600  # holds the spec's env
+        assert b"s3cret-value" not in sandbox.layout.log.read_bytes()
+    finally:
+        await sandbox.terminate()
