@@ -10,11 +10,14 @@ import functools
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from pydantic import SecretStr
+
 from workflows.engine.embedded import Session, engine_session
 from workflows.engine.grading import CaseGrader
 from workflows.engine.worker import ROLES
 from workflows.providers import create_provider
-from workflows.secret_store import resolve_run_secrets
+from workflows.scoring.llm_judge import JudgeConfig, LlmJudge
+from workflows.secret_store import LocalSecretStore, resolve_run_secrets
 from workflows.settings import Settings
 from workflows.store import Store
 
@@ -32,20 +35,56 @@ def extra_activities(settings: Settings, store: Store) -> list[Callable[..., Any
     return list(github_activities(settings, store))
 
 
+def build_judge(settings: Settings) -> LlmJudge | None:
+    """The LLM judge for `llm` criteria, or None (they are then "not judged") when no judge URL
+    is set. The key comes from EVALBOT_JUDGE_API_KEY or the local secret store."""
+    if not settings.judge_base_url:
+        return None
+    config = JudgeConfig(
+        base_url=settings.judge_base_url,
+        model=settings.judge_model,
+        api_key=_judge_key(settings),
+        timeout_s=settings.judge_timeout_s,
+        max_attempts=settings.judge_max_attempts,
+        malformed_attempts=settings.judge_malformed_attempts,
+        rate_per_s=settings.judge_rate_per_s,
+        burst=settings.judge_burst,
+        concurrency=settings.judge_concurrency,
+        temperature=settings.judge_temperature,
+        cache_dir=settings.resolved_judge_cache_dir,
+        input_usd_per_mtok=settings.judge_input_usd_per_mtok,
+        output_usd_per_mtok=settings.judge_output_usd_per_mtok,
+    )
+    return LlmJudge(config)
+
+
+def _judge_key(settings: Settings) -> SecretStr | None:
+    if settings.judge_api_key is not None or settings.judge_secret_group is None:
+        return settings.judge_api_key
+    group = LocalSecretStore.from_settings(settings).read_group(settings.judge_secret_group)
+    value = group.get(settings.judge_secret_name)
+    return SecretStr(value) if value else None
+
+
 @contextlib.asynccontextmanager
 async def session(
     settings: Settings, store: Store, *, run_workers: bool = True, roles: Sequence[str] = ROLES
 ) -> AsyncIterator[Session]:
     """A Temporal session with this process's workers (embedded dev server when unconfigured)."""
     provider = create_provider(settings)
-    async with engine_session(
-        settings,
-        provider,
-        store,
-        CaseGrader(),
-        run_workers=run_workers,
-        roles=roles,
-        extra_activities=extra_activities(settings, store),
-        secrets=functools.partial(resolve_run_secrets, settings),
-    ) as active:
-        yield active
+    judge = build_judge(settings)
+    try:
+        async with engine_session(
+            settings,
+            provider,
+            store,
+            CaseGrader(judge),
+            run_workers=run_workers,
+            roles=roles,
+            extra_activities=extra_activities(settings, store),
+            secrets=functools.partial(resolve_run_secrets, settings),
+        ) as active:
+            yield active
+    finally:
+        if judge is not None:
+            judge.close()

@@ -106,6 +106,39 @@ class Settings(BaseSettings):
         5 * 1024 * 1024, gt=0, description="Largest webhook body accepted (413 above)."
     )
 
+    # LLM judge for `llm` criteria (workflows/scoring/llm_judge, docs/judges.md).
+    judge_base_url: str | None = Field(
+        None, description="OpenAI-compatible base URL, e.g. https://api.openai.com/v1."
+    )
+    judge_model: str = Field("gpt-4o-mini", description="Judge model; part of every cache key.")
+    judge_api_key: SecretStr | None = Field(
+        None, description="Judge API key; unset = read from the secret store (judge_secret_group)."
+    )
+    judge_secret_group: str | None = Field(
+        None, description="Secret group in the local secret store holding the judge key."
+    )
+    judge_secret_name: str = Field(
+        "OPENAI_API_KEY", description="Key name of the judge API key inside judge_secret_group."
+    )
+    judge_rate_per_s: float = Field(5.0, ge=0, description="Judge requests per second; 0 = no cap.")
+    judge_burst: int = Field(1, ge=1, description="Judge requests allowed back to back.")
+    judge_concurrency: int = Field(4, ge=1, description="Judge requests in flight per worker.")
+    judge_timeout_s: float = Field(60.0, gt=0, description="Per-request judge timeout.")
+    judge_max_attempts: int = Field(6, ge=1, description="Tries per request (429, 5xx, timeouts).")
+    judge_malformed_attempts: int = Field(
+        3, ge=1, description="Tries for a reply that is not a valid verdict."
+    )
+    judge_temperature: float = Field(0.0, ge=0, le=2)
+    judge_cache_dir: Path | None = Field(
+        None, description="Where judgements are cached; unset = <data_dir>/judge-cache."
+    )
+    judge_input_usd_per_mtok: float = Field(
+        0.0, ge=0, description="Judge input price per 1M tokens."
+    )
+    judge_output_usd_per_mtok: float = Field(
+        0.0, ge=0, description="Judge output price per 1M tokens."
+    )
+
     @property
     def resolved_database_url(self) -> str:
         if self.database_url:
@@ -115,6 +148,10 @@ class Settings(BaseSettings):
     @property
     def blob_dir(self) -> Path:
         return self.data_dir / "blobs"
+
+    @property
+    def resolved_judge_cache_dir(self) -> Path:
+        return self.judge_cache_dir or self.data_dir / "judge-cache"
 
     @property
     def sandbox_dir(self) -> Path:

@@ -50,6 +50,7 @@ from workflows.providers.base import (
 )
 from workflows.records import CriterionScore, RunResult, RunStatus, weighted_score
 from workflows.redaction import Redactor
+from workflows.scoring import JudgeUnavailable, RubricError
 from workflows.settings import Settings
 
 STATE_FILE = "/out/.state.json"
@@ -280,6 +281,10 @@ class RunActivities:
             scores = await asyncio.to_thread(
                 self.grader, case, Path(job.collect.outputs_ref), world
             )
+        except JudgeUnavailable as error:  # the judge could not answer: regrade later
+            return (), RunStatus.JUDGE_ERROR, f"judge unavailable: {error}"
+        except RubricError as error:  # the rubric cannot be applied: fix it, then regrade
+            return (), RunStatus.JUDGE_ERROR, f"rubric error: {error}"
         except Exception as error:  # a grader that cannot grade is never a zero for the agent
             return (), RunStatus.JUDGE_ERROR, f"grading failed: {error}"
         return tuple(scores), RunStatus.SCORED, ""
