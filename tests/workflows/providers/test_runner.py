@@ -1,0 +1,108 @@
+"""The runner on its own (as the `process` provider runs it): edge cases of the state contract."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from workflows.providers import runner
+
+pytestmark = pytest.mark.timeout(60)
+
+RUNNER = Path(runner.__file__)
+
+
+def run(out: Path, command: str, *extra: str, timeout: float = 10) -> dict[str, Any]:
+    argv = [sys.executable, "-I", "-S", str(RUNNER), "--out", str(out), "--cwd", str(out)]
+    argv += ["--timeout", str(timeout), "--log-limit", "1000", *extra, "--", command]
+    done = subprocess.run(argv, capture_output=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads((out / ".state.json").read_text()))
+
+
+def test_bad_arguments_are_refused_with_usage(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(RUNNER), "--out", str(tmp_path), "--", "true"], capture_output=True
+    )
+    assert done.returncode != 0
+    assert b"usage: runner.py" in done.stderr
+    assert not (tmp_path / ".state.json").exists()
+
+
+def test_a_missing_working_folder_is_exit_127(tmp_path: Path) -> None:
+    argv = [sys.executable, str(RUNNER), "--out", str(tmp_path), "--cwd", str(tmp_path / "gone")]
+    argv += ["--timeout", "5", "--log-limit", "100", "--", "true"]
+    subprocess.run(argv, check=True, timeout=30)
+    state = json.loads((tmp_path / ".state.json").read_text())
+    assert (state["status"], state["exit_code"]) == ("finished", 127)
+    assert b"cannot start the agent" in (tmp_path / "stderr.log").read_bytes()
+
+
+def test_planted_symlinks_are_replaced_not_followed(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("stdout.log", "stderr.log", ".runner-reserve", ".state.json"):
+        (out / name).symlink_to(victim)
+    state = run(out, "echo overwritten; echo overwritten >&2")
+    assert state["exit_code"] == 0
+    assert victim.read_text() == "precious"
+    assert (out / "stdout.log").read_text() == "overwritten\n"
+    assert not (out / "stdout.log").is_symlink()
+
+
+def test_ready_fd_is_told_after_the_running_state_exists(tmp_path: Path) -> None:
+    read_end, write_end = os.pipe()
+    argv = [sys.executable, "-I", "-S", str(RUNNER), "--out", str(tmp_path), "--cwd", "/"]
+    argv += ["--timeout", "5", "--log-limit", "100", "--ready-fd", str(write_end)]
+    process = subprocess.Popen([*argv, "--", "sleep 0.5"], pass_fds=[write_end])
+    os.close(write_end)
+    try:
+        assert os.read(read_end, 16) == b"ready\n"
+        state = json.loads((tmp_path / ".state.json").read_text())
+        assert state["status"] == "running"
+        assert os.read(read_end, 16) == b""  # closed: the agent did not inherit it
+    finally:
+        os.close(read_end)
+        process.wait(timeout=10)
+
+
+def test_sigterm_stops_the_agent_as_killed(tmp_path: Path) -> None:
+    argv = [sys.executable, "-I", "-S", str(RUNNER), "--out", str(tmp_path), "--cwd", "/"]
+    argv += ["--timeout", "30", "--log-limit", "100", "--", "sleep 30"]
+    process = subprocess.Popen(argv)
+    deadline = time.monotonic() + 10
+    while not (tmp_path / ".state.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=10) == 0
+    state = json.loads((tmp_path / ".state.json").read_text())
+    assert (state["termination"], state["signal"]) == ("killed", 9)
+    assert not (tmp_path / ".runner-reserve").exists()
+
+
+def test_an_agent_that_closes_its_output_early_is_still_followed(tmp_path: Path) -> None:
+    state = run(tmp_path, "exec >&- 2>&-; sleep 0.3; exit 4")
+    assert (state["exit_code"], state["termination"]) == (4, None)
+    assert state["finished_at"] - state["started_at"] >= 0.3
+
+
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: st.dictionaries(st.text(), children, max_size=4),
+    max_leaves=10,
+))  # fmt: skip
+def test_state_encoder_writes_json(value: Any) -> None:
+    assert json.loads(runner.to_json(value)) == value
