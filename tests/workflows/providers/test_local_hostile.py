@@ -234,3 +234,11 @@ async def test_sandboxes_run_as_distinct_unprivileged_users(local_kit: Kit) -> N
     finally:
         for box in (first, second):
             await box.terminate()
+
+
+async def test_agent_cannot_kill_or_trace_the_runner(run_hostile: Run) -> None:
+    attack = "kill -KILL 1; kill -STOP 1; sleep 0.3; cat /proc/1/environ; echo survived"
+    sandbox, state = await run_hostile(attack)
+    assert (state["exit_code"], state["termination"]) == (0, None)  # the runner lived to tell
+    assert await sandbox.read_file("/out/stdout.log") == b"survived\n"
+    assert b"Permission denied" in await sandbox.read_file("/out/stderr.log")
