@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 from workflows.catalog.models import Case, Criterion, GraderKind
 
 
 def criterion_hash(case: Case, criterion: Criterion) -> str:
     """A short, stable hash of what decides this criterion's score for this case."""
-    definition = {
+    definition: dict[str, Any] = {
         "name": criterion.name,
         "grader": criterion.grader.value,
         "weight": criterion.weight,

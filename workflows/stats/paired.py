@@ -1,7 +1,7 @@
-"""Paired comparison of two arms by case, Holm correction, and pass@k — pure functions.
+"""Paired comparison of two arms by case: Δ, t interval, p-value, MDE, bootstrap cross-check.
 
-See docs/statistics.md for the method and the choices made. Inputs are per-arm mappings
-`case_id -> trial scores` (None = not judged, ignored); errored trials are simply absent.
+See docs/statistics.md for the method. Inputs are per-arm mappings `case_id -> trial scores`
+(None = not judged, ignored); errored trials are simply absent.
 """
 
 from __future__ import annotations
@@ -13,6 +13,9 @@ from enum import StrEnum
 
 import numpy as np
 from scipy import stats as sps
+
+from workflows.stats.bootstrap import paired_bootstrap_ci
+from workflows.stats.flips import case_flips
 
 ALPHA = 0.05
 POWER = 0.8
@@ -49,6 +52,19 @@ class PairedComparison:
     mde: float | None = None  # minimum detectable |Δ| at 80% power with this n and sd
     dropped: tuple[str, ...] = ()  # cases run in both arms, with no usable score in one
     pending: tuple[str, ...] = ()  # cases present in one arm only (the other has not run yet)
+    boot_low: float | None = None  # paired bootstrap percentile interval (when asked for)
+    boot_high: float | None = None
+    pass_to_fail: tuple[str, ...] = ()  # paired cases that passed in base and fail in head
+    fail_to_pass: tuple[str, ...] = ()
+
+    @property
+    def intervals_disagree(self) -> bool:
+        """The t and bootstrap intervals disagree on whether 0 is a plausible Δ."""
+        if None in (self.ci_low, self.ci_high, self.boot_low, self.boot_high):
+            return False
+        t_excludes = not (self.ci_low or 0.0) <= 0.0 <= (self.ci_high or 0.0)
+        boot_excludes = not (self.boot_low or 0.0) <= 0.0 <= (self.boot_high or 0.0)
+        return t_excludes != boot_excludes
 
 
 def case_means(scores: TrialScores) -> dict[str, float]:
@@ -57,24 +73,40 @@ def case_means(scores: TrialScores) -> dict[str, float]:
     for case_id, values in scores.items():
         judged = [v for v in values if v is not None]
         if judged:
-            means[case_id] = float(np.mean(judged))
+            means[case_id] = math.fsum(judged) / len(judged)
     return means
 
 
 def paired_comparison(
-    base: TrialScores, head: TrialScores, *, alpha: float = ALPHA, power: float = POWER
+    base: TrialScores,
+    head: TrialScores,
+    *,
+    alpha: float = ALPHA,
+    power: float = POWER,
+    bootstrap: int = 0,
 ) -> PairedComparison:
     """Compare head with base on the cases both have a judged score for.
 
     A case in both mappings without a judged score in one of them (all its trials errored or
-    were not judged) is `dropped`; a case in one mapping only is `pending` (not yet run)."""
+    were not judged) is `dropped`; a case in one mapping only is `pending` (not yet run).
+    `bootstrap` > 0 adds a paired bootstrap interval from that many resamples."""
     base_means, head_means = case_means(base), case_means(head)
     paired = [c for c in head_means if c in base_means]
     dropped = tuple(sorted((set(base) & set(head)) - set(paired)))
     pending = tuple(sorted(set(base) ^ set(head)))
     b = np.array([base_means[c] for c in paired], dtype=float)
     h = np.array([head_means[c] for c in paired], dtype=float)
-    return replace(_compare(b, h, alpha, power, dropped), pending=pending)
+    flips = case_flips(base_means, head_means, paired)
+    result = replace(
+        _compare(b, h, alpha, power, dropped),
+        pending=pending,
+        pass_to_fail=flips.pass_to_fail,
+        fail_to_pass=flips.fail_to_pass,
+    )
+    if bootstrap and len(paired) >= 2:
+        low, high = paired_bootstrap_ci(h - b, alpha=alpha, resamples=bootstrap)
+        result = replace(result, boot_low=low, boot_high=high)
+    return result
 
 
 def _compare(
@@ -132,75 +164,3 @@ def verdict_for(delta: float | None, p_value: float | None, alpha: float = ALPHA
     if p_value >= alpha or delta == 0:
         return Verdict.NO_CHANGE
     return Verdict.IMPROVED if delta > 0 else Verdict.REGRESSED
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm–Bonferroni adjusted p-values, in the input order."""
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    adjusted = [0.0] * m
-    running = 0.0
-    for rank, index in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p_values[index]))
-        adjusted[index] = running
-    return adjusted
-
-
-def holm_verdicts(
-    comparisons: Mapping[str, PairedComparison], *, alpha: float = ALPHA
-) -> dict[str, tuple[float | None, Verdict]]:
-    """Per name, (Holm-adjusted p, verdict) across the comparisons that have a p-value."""
-    tested = [name for name, c in comparisons.items() if c.p_value is not None]
-    adjusted = dict(zip(tested, holm([comparisons[n].p_value or 0.0 for n in tested]), strict=True))
-    result: dict[str, tuple[float | None, Verdict]] = {}
-    for name, comparison in comparisons.items():
-        p_adj = adjusted.get(name)
-        result[name] = (p_adj, verdict_for(comparison.delta, p_adj, alpha))
-    return result
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """P(at least one of k trials drawn without replacement from n passes), c passes in n."""
-    _check_counts(n, c, k)
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
-
-
-def pass_hat_k(n: int, c: int, k: int) -> float:
-    """pass^k: P(all k trials drawn without replacement from n pass), c passes in n."""
-    _check_counts(n, c, k)
-    return math.comb(c, k) / math.comb(n, k)
-
-
-def _check_counts(n: int, c: int, k: int) -> None:
-    if not (0 <= c <= n and 1 <= k <= n):
-        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
-
-
-def is_binary(scores: TrialScores) -> bool:
-    """Every judged score is 0 or 1 (and there is at least one)."""
-    judged = [v for values in scores.values() for v in values if v is not None]
-    return bool(judged) and all(v in (0.0, 1.0) for v in judged)
-
-
-@dataclass(frozen=True)
-class PassK:
-    k: int
-    pass_at_k: float
-    pass_hat_k: float
-    n_cases: int  # cases with at least k judged trials
-
-
-def mean_pass_k(scores: TrialScores, k: int) -> PassK | None:
-    """pass@k and pass^k averaged over the cases with at least k judged 0/1 trials."""
-    if not is_binary(scores):
-        raise ValueError("pass@k needs binary (0 or 1) scores")
-    counts = [(len(j), int(sum(j))) for j in _judged(scores) if len(j) >= k]
-    if not counts:
-        return None
-    at = float(np.mean([pass_at_k(n, c, k) for n, c in counts]))
-    hat = float(np.mean([pass_hat_k(n, c, k) for n, c in counts]))
-    return PassK(k, at, hat, len(counts))
-
-
-def _judged(scores: TrialScores) -> list[list[float]]:
-    return [[v for v in values if v is not None] for values in scores.values()]
