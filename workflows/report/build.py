@@ -1,0 +1,119 @@
+"""`build_report`: the experiment's runs in, the report data out."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+from workflows.catalog.models import ExperimentSpec
+from workflows.records import RunResult
+from workflows.report.cases import moved_cases
+from workflows.report.checks import error_classes, is_aa, noise_summary, rubric_check
+from workflows.report.compare import comparison_rows
+from workflows.report.models import (
+    ArmComparison,
+    ArmInfo,
+    ArmSummary,
+    ExperimentReport,
+    Progress,
+    RunErrorItem,
+)
+from workflows.report.resources import arm_summary, count_errors, resource_changes
+from workflows.report.table import Table, cells_in_order, criteria_order, score_table
+
+
+def build_report(
+    spec: ExperimentSpec,
+    runs: list[RunResult],
+    *,
+    baseline_arm: str | None = None,
+    current_rubric: Mapping[tuple[str, str], str] | None = None,
+) -> ExperimentReport:
+    """Compare every arm with `baseline_arm` (default: the first arm) on the finished runs.
+
+    `current_rubric` — `(case, criterion) -> hash` of the catalog now (see
+    workflows.scoring.rubric_hash) — lets the report say which criteria changed since scoring."""
+    baseline = _baseline(spec, baseline_arm)
+    ordered = cells_in_order(spec, runs)
+    criteria = criteria_order(ordered)
+    table = score_table(spec, ordered, criteria)
+    summaries = [arm_summary(spec, ordered, table.scores[a.name], a.name) for a in spec.arms]
+    by_arm = {s.arm: s for s in summaries}
+    return ExperimentReport(
+        experiment_id=spec.experiment_id,
+        dataset=spec.dataset,
+        trials=spec.trials,
+        baseline=baseline,
+        arms=[_arm_info(spec, a.name) for a in spec.arms],
+        criteria=criteria,
+        comparisons=[
+            _compare_arms(spec, table, criteria, by_arm, baseline, a.name)
+            for a in spec.arms
+            if a.name != baseline
+        ],
+        summaries=summaries,
+        errors=[_error_item(r) for r in ordered if r.status.is_error],
+        errors_by_status=count_errors(ordered),
+        progress=_progress(spec, ordered),
+        error_classes=error_classes(spec.experiment_id, ordered),
+        rubric=rubric_check(ordered, current_rubric),
+    )
+
+
+def _baseline(spec: ExperimentSpec, baseline_arm: str | None) -> str:
+    names = [a.name for a in spec.arms]
+    if baseline_arm is None:
+        return names[0]
+    if baseline_arm not in names:
+        raise ValueError(f"unknown baseline arm '{baseline_arm}'; the arms are {', '.join(names)}")
+    return baseline_arm
+
+
+def _compare_arms(
+    spec: ExperimentSpec,
+    table: Table,
+    criteria: list[str],
+    summaries: dict[str, ArmSummary],
+    base: str,
+    head: str,
+) -> ArmComparison:
+    regressed, improved = moved_cases(table, criteria, base, head)
+    return ArmComparison(
+        base=base,
+        head=head,
+        rows=comparison_rows(table, criteria, base, head),
+        aa=is_aa(spec, base, head),
+        resources=resource_changes(summaries[base], summaries[head]),
+        regressed_cases=regressed,
+        improved_cases=improved,
+        noise=noise_summary(table, base, head, spec.trials),
+    )
+
+
+def _error_item(run: RunResult) -> RunErrorItem:
+    return RunErrorItem(
+        run_id=run.run_id,
+        case_id=run.case_id,
+        arm=run.arm,
+        trial=run.trial,
+        status=run.status,
+        infra=run.status.is_infra,
+        error=run.error,
+    )
+
+
+def _progress(spec: ExperimentSpec, runs: list[RunResult]) -> Progress:
+    total = len(spec.cells())
+    return Progress(
+        cells_done=len(runs),
+        cells_total=total,
+        complete=len(runs) == total,
+        by_status=dict(Counter(r.status.value for r in runs).most_common()),
+    )
+
+
+def _arm_info(spec: ExperimentSpec, name: str) -> ArmInfo:
+    arm = spec.arm(name)
+    return ArmInfo(
+        name=arm.name, ref=arm.ref, commit=arm.commit, short_sha=arm.commit[:7], config=arm.config
+    )

@@ -1,0 +1,82 @@
+"""The runs of an experiment arranged for the statistics: scores and rationales by arm, criterion
+and case, one result per cell in the spec's order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from workflows.catalog.models import ExperimentSpec
+from workflows.records import RunResult, RunStatus, weighted_score
+
+OVERALL = "overall"  # the row name of the weighted run score
+OVERALL_KEY = "(overall)"  # its key in the score table: not a valid criterion name, so no clash
+
+# criterion -> case -> judged scores of one arm's scored trials ([] = finished, none usable)
+ArmScores = dict[str, dict[str, list[float | None]]]
+
+
+@dataclass
+class Table:
+    """arm -> criterion -> case -> scores; and (arm, case, criterion) -> (score, rationale)s."""
+
+    scores: dict[str, ArmScores]
+    rationales: dict[tuple[str, str, str], list[tuple[float, str]]] = field(default_factory=dict)
+
+    def lowest(self, arm: str, case: str, criterion: str) -> str:
+        """The rationale of the lowest-scoring trial: the failing check or the judge's reason."""
+        found = self.rationales.get((arm, case, criterion))
+        return min(found, key=lambda item: item[0])[1] if found else ""
+
+
+def cells_in_order(spec: ExperimentSpec, runs: Iterable[RunResult]) -> list[RunResult]:
+    """One result per cell (the last given wins), in the spec's cell order."""
+    position = {cell.run_id: i for i, cell in enumerate(spec.cells())}
+    latest: dict[str, RunResult] = {}
+    for run in runs:
+        if run.run_id not in position:
+            raise ValueError(
+                f"run '{run.run_id}' is not a cell of experiment '{spec.experiment_id}'"
+            )
+        latest[run.run_id] = run
+    return sorted(latest.values(), key=lambda r: position[r.run_id])
+
+
+def criteria_order(runs: list[RunResult]) -> list[str]:
+    seen: dict[str, None] = {}
+    for run in runs:
+        for criterion in run.criteria:
+            seen.setdefault(criterion.name, None)
+    return list(seen)
+
+
+def score_table(spec: ExperimentSpec, runs: list[RunResult], criteria: list[str]) -> Table:
+    """Scores by arm, criterion and case. A case is present for an arm once any of its cells
+    finished, so cases whose trials all errored show up as dropped, not as pending."""
+    table = Table({a.name: {c: {} for c in [OVERALL_KEY, *criteria]} for a in spec.arms})
+    for run in runs:
+        by_criterion = table.scores[run.arm]
+        for values in by_criterion.values():
+            values.setdefault(run.case_id, [])
+        if run.status is not RunStatus.SCORED:
+            continue
+        by_criterion[OVERALL_KEY][run.case_id].append(run_score(run))
+        for criterion in run.criteria:
+            by_criterion[criterion.name][run.case_id].append(criterion.score)
+            if criterion.score is not None:
+                key = (run.arm, run.case_id, criterion.name)
+                table.rationales.setdefault(key, []).append((criterion.score, criterion.rationale))
+    return table
+
+
+def run_score(run: RunResult) -> float | None:
+    return run.score if run.score is not None else weighted_score(run.criteria)
+
+
+def judged(table: Table, criterion: str, *arms: str) -> bool:
+    return any(
+        score is not None
+        for arm in arms
+        for scores in table.scores[arm][criterion].values()
+        for score in scores
+    )
