@@ -21,17 +21,20 @@ from temporalio.exceptions import ApplicationError
 
 from workflows import __version__
 from workflows.blobs import LocalBlobStore
+from workflows.catalog.errors import CatalogError
 from workflows.catalog.hashing import tree_hashes
 from workflows.catalog.models import Case, ExperimentSpec, World
 from workflows.engine.catalog_cache import CatalogCache
 from workflows.engine.classify import classify
 from workflows.engine.collect import collect_outputs
-from workflows.engine.repos import agent_config_at, local_repo
+from workflows.engine.repos import RepoError, agent_config_at, local_repo
 from workflows.engine.types import (
     CollectInput,
     CollectResult,
     ExecuteInput,
     ExecuteResult,
+    PreparedArm,
+    PrepareInput,
     ProvisionResult,
     RecordErrorInput,
     RunInput,
@@ -112,42 +115,61 @@ class RunActivities:
         self.blobs = LocalBlobStore(settings.blob_dir)
         self._image_locks: dict[str, asyncio.Lock] = {}
 
-    # -- provision --------------------------------------------------------------------------
+    # -- prepare (once per arm) ---------------------------------------------------------------
+
+    @activity.defn(name="prepare_arm")
+    async def prepare_arm(self, job: PrepareInput) -> PreparedArm:
+        """Build the arm's commit once and read its evalbot.toml once, for all its runs."""
+        repo = await asyncio.to_thread(local_repo, job.repo, self.settings.data_dir / "repos")
+        try:
+            config = await asyncio.to_thread(agent_config_at, repo, job.commit)
+        except (RepoError, CatalogError) as error:
+            return PreparedArm(image="", command="", timeout_s=0, limits={}, error=str(error))
+        async with heartbeating("prepare"):
+            image = await self._image(repo, job.commit, config.build.setup)
+        limits = ResourceLimits(
+            cpu=config.sandbox.cpu,
+            memory_mb=config.sandbox.memory_mb,
+            pids=config.sandbox.pids,
+            disk_mb=config.sandbox.disk_mb,
+            wall_timeout_s=config.run.timeout_s,
+        )
+        return PreparedArm(
+            image=image,
+            command=config.run.command,
+            timeout_s=config.run.timeout_s,
+            limits=limits.as_dict(),
+            secrets=list(config.sandbox.secrets),
+            allow_domains=list(config.sandbox.allow_domains),
+            quick_provision=self.provider.quick_provision,
+        )
+
+    # -- provision ----------------------------------------------------------------------------
 
     @activity.defn(name="provision")
     async def provision(self, run: RunInput) -> ProvisionResult:
         case = self.catalog.case(run.dataset, run.cell.case_id)
         world = self.catalog.world(case.world)
-        repo = await asyncio.to_thread(local_repo, run.repo, self.settings.data_dir / "repos")
-        config = await asyncio.to_thread(agent_config_at, repo, run.commit)
-        async with heartbeating("provision"):
-            image = await self._image(repo, run.commit, config.build.setup)
-            limits = ResourceLimits(
-                cpu=config.sandbox.cpu,
-                memory_mb=config.sandbox.memory_mb,
-                pids=config.sandbox.pids,
-                disk_mb=config.sandbox.disk_mb,
-                wall_timeout_s=config.run.timeout_s,
-            )
-            spec = SandboxSpec(
-                run_id=run.cell.run_id,
-                image=image,
-                world_dir=world.path,
-                case_files={"case.json": self._case_json(run, case)},
-                limits=limits,
-                env=self._secret_env(config.sandbox.secrets, run),
-                allow_domains=config.sandbox.allow_domains,
-                labels={"experiment": run.cell.experiment_id, "run": run.cell.run_id},
-            )
-            sandbox = await self._create(spec)
+        arm = run.prepared
+        spec = SandboxSpec(
+            run_id=run.cell.run_id,
+            image=arm.image,
+            world_dir=world.path,
+            case_files={"case.json": self._case_json(run, case)},
+            limits=ResourceLimits(**arm.limits),
+            env=self._secret_env(tuple(arm.secrets), run),
+            allow_domains=tuple(arm.allow_domains),
+            labels={"experiment": run.cell.experiment_id, "run": run.cell.run_id},
+        )
+        sandbox = await self._create(spec)
         return ProvisionResult(
             sandbox_id=sandbox.id,
             provider=self.provider.name,
-            image=image,
-            command=config.run.command,
-            timeout_s=config.run.timeout_s,
+            image=arm.image,
+            command=arm.command,
+            timeout_s=arm.timeout_s,
             world_version=world.version,
-            limits=limits.as_dict(),
+            limits=arm.limits,
         )
 
     async def _image(self, repo: Path, commit: str, setup: str) -> str:

@@ -29,6 +29,27 @@ class ExperimentInput:
 
 
 @dataclass
+class PrepareInput:
+    repo: str
+    arm: str
+    commit: str
+
+
+@dataclass
+class PreparedArm:
+    """An arm's commit built once (the image) and its evalbot.toml, read once for all its runs."""
+
+    image: str
+    command: str
+    timeout_s: int
+    limits: dict[str, Any]
+    secrets: list[str] = field(default_factory=list)
+    allow_domains: list[str] = field(default_factory=list)
+    quick_provision: bool = False
+    error: str = ""  # the commit could not be built: every run of the arm records this
+
+
+@dataclass
 class RunInput:
     cell: CellRef
     queues: StageQueues
@@ -36,6 +57,7 @@ class RunInput:
     commit: str
     arm_config: dict[str, str]
     dataset: str
+    prepared: PreparedArm
     secrets_approved: bool = True  # false for unapproved fork PRs: the run gets no secrets
 
 

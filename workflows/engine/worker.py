@@ -46,11 +46,20 @@ def build_workers(
                 client,
                 task_queue=queues.runs,
                 workflows=[ExperimentWorkflow, RunWorkflow],
-                activities=[runs.provision, runs.execute, runs.teardown, *extra_activities],
+                activities=[
+                    runs.prepare_arm,
+                    runs.provision,
+                    runs.execute,
+                    runs.teardown,
+                    *extra_activities,
+                ],
                 workflow_runner=workflow_runner(),
                 max_concurrent_activities=settings.worker_run_slots,
                 max_cached_workflows=10_000,
                 max_concurrent_workflow_tasks=100,
+                max_concurrent_local_activities=settings.worker_run_slots,
+                max_concurrent_workflow_task_polls=10,
+                max_concurrent_activity_task_polls=10,
             )
         )
     if "collect" in roles:

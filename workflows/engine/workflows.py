@@ -2,12 +2,19 @@
 
 Deterministic code only: no I/O, clocks or randomness outside `workflow.*`. Payloads carry ids and
 references, never outputs.
+
+Stage placement: every stage is its own activity with its own retry policy. `execute`, `collect`
+and `score` are regular activities (execute heartbeats the sandbox id for reattach; collect and
+score have task queues of their own). `provision` and `teardown` run as local activities when the
+provider creates sandboxes in milliseconds (local, process) — still retried per stage, but without
+two task round trips per run — and as regular activities otherwise (Modal).
 """
 
 from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
@@ -26,6 +33,8 @@ with workflow.unsafe.imports_passed_through():
         ExecuteInput,
         ExecuteResult,
         ExperimentInput,
+        PreparedArm,
+        PrepareInput,
         Progress,
         ProvisionResult,
         PublishReportInput,
@@ -44,6 +53,7 @@ STAGE_RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=5,
 )
+RECORD_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=30))  # until the store answers
 PUBLISH_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=2)
 )  # unlimited attempts: a GitHub outage delays the comment, it does not lose it
@@ -56,6 +66,8 @@ class RunWorkflow:
 
     @workflow.run
     async def run(self, job: RunInput) -> RunSummary:
+        if job.prepared.error:
+            return await self._record(job, None, RunStatus.AGENT_ERROR, job.prepared.error)
         for attempt in range(SANDBOX_ATTEMPTS):
             provision: ProvisionResult | None = None
             try:
@@ -63,13 +75,13 @@ class RunWorkflow:
                 return await self._run_in(job, provision)
             except ActivityError as error:
                 if isinstance(error.cause, CancelledError):
-                    await self._record_cancelled(job, provision)
+                    await self._record(job, provision, RunStatus.CANCELLED, "cancelled")
                     raise
                 if _error_type(error) == RUNNER_LOST and attempt + 1 < SANDBOX_ATTEMPTS:
                     continue
-                return await self._record(job, provision, _status_for(error), error)
+                return await self._record(job, provision, _status_for(error), _message(error))
             except asyncio.CancelledError:
-                await self._record_cancelled(job, provision)
+                await self._record(job, provision, RunStatus.CANCELLED, "cancelled")
                 raise
             finally:
                 if provision is not None:
@@ -77,25 +89,25 @@ class RunWorkflow:
         raise ApplicationError("unreachable")  # pragma: no cover
 
     async def _provision(self, job: RunInput) -> ProvisionResult:
-        result: ProvisionResult = await workflow.execute_activity(
+        result: ProvisionResult = await _stage(
+            job,
             "provision",
             job,
             result_type=ProvisionResult,
-            task_queue=job.queues.runs,
-            start_to_close_timeout=timedelta(hours=1),
-            heartbeat_timeout=timedelta(seconds=job.queues.heartbeat_timeout_s),
+            start_to_close_timeout=timedelta(minutes=10),
             retry_policy=STAGE_RETRY,
         )
         return result
 
     async def _run_in(self, job: RunInput, provision: ProvisionResult) -> RunSummary:
+        heartbeat = timedelta(seconds=job.queues.heartbeat_timeout_s)
         executed = await workflow.execute_activity(
             "execute",
             ExecuteInput(provision.sandbox_id, provision.command, provision.timeout_s),
             result_type=ExecuteResult,
             task_queue=job.queues.runs,
             start_to_close_timeout=timedelta(seconds=provision.timeout_s + 600),
-            heartbeat_timeout=timedelta(seconds=job.queues.heartbeat_timeout_s),
+            heartbeat_timeout=heartbeat,
             retry_policy=STAGE_RETRY,
         )
         collected = await workflow.execute_activity(
@@ -104,7 +116,7 @@ class RunWorkflow:
             result_type=CollectResult,
             task_queue=job.queues.collect,
             start_to_close_timeout=timedelta(hours=1),
-            heartbeat_timeout=timedelta(seconds=job.queues.heartbeat_timeout_s),
+            heartbeat_timeout=heartbeat,
             retry_policy=STAGE_RETRY,
         )
         summary: RunSummary = await workflow.execute_activity(
@@ -118,44 +130,39 @@ class RunWorkflow:
         return summary
 
     async def _record(
-        self,
-        job: RunInput,
-        provision: ProvisionResult | None,
-        status: RunStatus,
-        error: ActivityError,
+        self, job: RunInput, provision: ProvisionResult | None, status: RunStatus, error: str
     ) -> RunSummary:
         summary: RunSummary = await workflow.execute_activity(
             "record_error",
-            RecordErrorInput(job, status.value, _error_message(error), provision),
+            RecordErrorInput(job, status.value, error, provision),
             result_type=RunSummary,
             task_queue=job.queues.score,
             start_to_close_timeout=timedelta(minutes=5),
-            retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=30)),
+            retry_policy=RECORD_RETRY,
         )
         return summary
 
-    async def _record_cancelled(self, job: RunInput, provision: ProvisionResult | None) -> None:
-        await workflow.execute_activity(
-            "record_error",
-            RecordErrorInput(job, RunStatus.CANCELLED.value, "cancelled", provision),
-            result_type=RunSummary,
-            task_queue=job.queues.score,
-            start_to_close_timeout=timedelta(minutes=5),
-        )
-
     async def _teardown(self, job: RunInput, provision: ProvisionResult) -> None:
-        await workflow.execute_activity(
+        await _stage(
+            job,
             "teardown",
             provision.sandbox_id,
-            task_queue=job.queues.runs,
             start_to_close_timeout=timedelta(minutes=5),
             retry_policy=RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(seconds=30)),
         )
 
 
+async def _stage(job: RunInput, name: str, arg: Any, **options: Any) -> Any:
+    """Run a sandbox-lifecycle stage as a local activity when the provider is quick, else as a
+    regular activity on the runs queue."""
+    if job.prepared.quick_provision:
+        return await workflow.execute_local_activity(name, arg, **options)
+    return await workflow.execute_activity(name, arg, task_queue=job.queues.runs, **options)
+
+
 @workflow.defn(name="ExperimentWorkflow")
 class ExperimentWorkflow:
-    """Plans the cells and keeps at most `max_parallel` RunWorkflows in flight."""
+    """Builds each arm once, then keeps at most `max_parallel` RunWorkflows in flight."""
 
     def __init__(self) -> None:
         self.states: dict[str, str] = {}
@@ -163,21 +170,23 @@ class ExperimentWorkflow:
         self.cancel_requested = False
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.changed = False
+        self.finished = False
 
     @workflow.run
     async def run(self, job: ExperimentInput) -> Progress:
-        await self._activity(job, "save_experiment", job.spec)
+        await self._bookkeeping(job, "save_experiment", job.spec)
         cells = await self._cells(job)
         self.states = {cell.run_id: "queued" for cell in cells}
         publisher = asyncio.ensure_future(self._publish_loop(job))
         await self._publish(job, "queued")
-        for cell in cells:
-            self.tasks[cell.run_id] = asyncio.ensure_future(self._run_cell(job, cell))
+        prepared = await self._prepare_arms(job, {cell.arm for cell in cells})
+        await self._dispatch(job, cells, prepared)
         await asyncio.gather(*self.tasks.values(), return_exceptions=True)
         publisher.cancel()
         final = "cancelled" if self.cancel_requested else "completed"
-        await self._activity(job, "finish_experiment", job.spec.experiment_id, final)
+        await self._bookkeeping(job, "finish_experiment", job.spec.experiment_id, final)
         await self._publish(job, "cancelled" if self.cancel_requested else "final")
+        self.finished = True
         return self.progress()
 
     async def _cells(self, job: ExperimentInput) -> list[CellRef]:
@@ -191,39 +200,75 @@ class ExperimentWorkflow:
                 result_type=list[str],
                 task_queue=job.queues.score,
                 start_to_close_timeout=timedelta(minutes=5),
+                retry_policy=RECORD_RETRY,
             )
         )
         return [c for c in cells if c.run_id in failed]
 
-    async def _run_cell(self, job: ExperimentInput, cell: CellRef) -> None:
+    async def _prepare_arms(self, job: ExperimentInput, names: set[str]) -> dict[str, PreparedArm]:
+        arms = [arm for arm in job.spec.arms if arm.name in names]
+        prepared = await asyncio.gather(
+            *(self._prepare(job, PrepareInput(job.spec.repo, a.name, a.commit)) for a in arms)
+        )
+        return {arm.name: result for arm, result in zip(arms, prepared, strict=True)}
+
+    async def _prepare(self, job: ExperimentInput, arm: PrepareInput) -> PreparedArm:
+        try:
+            result: PreparedArm = await workflow.execute_activity(
+                "prepare_arm",
+                arm,
+                result_type=PreparedArm,
+                task_queue=job.queues.runs,
+                start_to_close_timeout=timedelta(hours=2),
+                heartbeat_timeout=timedelta(seconds=job.queues.heartbeat_timeout_s),
+                retry_policy=STAGE_RETRY,
+            )
+        except ActivityError as error:
+            return PreparedArm(image="", command="", timeout_s=0, limits={}, error=_message(error))
+        return result
+
+    async def _dispatch(
+        self, job: ExperimentInput, cells: list[CellRef], prepared: dict[str, PreparedArm]
+    ) -> None:
+        """Start cells in order as slots free up; cells not yet started when cancelled are not."""
         limit = max(1, job.max_parallel)
-        await workflow.wait_condition(lambda: self.in_flight < limit or self.cancel_requested)
-        if self.cancel_requested:
-            self._set(cell.run_id, "cancelled")
-            return
-        self.in_flight += 1
-        self._set(cell.run_id, "running")
+        for cell in cells:
+            await workflow.wait_condition(lambda: self.in_flight < limit or self.cancel_requested)
+            if self.cancel_requested:
+                self._set(cell.run_id, "cancelled")
+                continue
+            self.in_flight += 1
+            self._set(cell.run_id, "running")
+            run = self._run_input(job, cell, prepared[cell.arm])
+            self.tasks[cell.run_id] = asyncio.ensure_future(self._run_cell(run))
+
+    @staticmethod
+    def _run_input(job: ExperimentInput, cell: CellRef, prepared: PreparedArm) -> RunInput:
         arm = job.spec.arm(cell.arm)
-        run = RunInput(
+        return RunInput(
             cell=cell,
             queues=job.queues,
             repo=job.spec.repo,
             commit=arm.commit,
             arm_config=dict(arm.config),
             dataset=job.spec.dataset,
+            prepared=prepared,
             secrets_approved=job.spec.labels.get("secrets_approved", "true") == "true",
         )
+
+    async def _run_cell(self, run: RunInput) -> None:
+        run_id = run.cell.run_id
         try:
             summary = await workflow.execute_child_workflow(
                 RunWorkflow.run,
                 run,
-                id=cell.run_id,
-                task_queue=job.queues.runs,
+                id=run_id,
+                task_queue=run.queues.runs,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             )
-            self._set(cell.run_id, "scored" if summary.status == "scored" else "errored")
+            self._set(run_id, "scored" if summary.status == "scored" else "errored")
         except (ChildWorkflowError, asyncio.CancelledError):
-            self._set(cell.run_id, "cancelled" if self.cancel_requested else "errored")
+            self._set(run_id, "cancelled" if self.cancel_requested else "errored")
         finally:
             self.in_flight -= 1
 
@@ -249,13 +294,13 @@ class ExperimentWorkflow:
             retry_policy=PUBLISH_RETRY,
         )
 
-    async def _activity(self, job: ExperimentInput, name: str, *args: object) -> None:
+    async def _bookkeeping(self, job: ExperimentInput, name: str, *args: object) -> None:
         await workflow.execute_activity(
             name,
             args=list(args),
             task_queue=job.queues.score,
             start_to_close_timeout=timedelta(minutes=5),
-            retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=30)),
+            retry_policy=RECORD_RETRY,
         )
 
     @workflow.signal
@@ -271,8 +316,7 @@ class ExperimentWorkflow:
         counts = {state: 0 for state in ("queued", "running", "scored", "errored", "cancelled")}
         for state in self.states.values():
             counts[state] += 1
-        done = counts["queued"] == 0 and counts["running"] == 0 and bool(self.states)
-        return Progress(total=len(self.states), done=done, **counts)
+        return Progress(total=len(self.states), done=self.finished, **counts)
 
 
 def _status_for(error: ActivityError) -> RunStatus:
@@ -285,7 +329,7 @@ def _error_type(error: ActivityError) -> str | None:
     return cause.type if isinstance(cause, ApplicationError) else None
 
 
-def _error_message(error: BaseException) -> str:
+def _message(error: BaseException) -> str:
     """The innermost message: what went wrong, not the chain of wrappers."""
     while error.__cause__ is not None:
         error = error.__cause__

@@ -164,6 +164,10 @@ class Sandbox(abc.ABC):
 
 class SandboxProvider(abc.ABC):
     name: str
+    # True when `create` and `terminate` take milliseconds (local, process): the engine then runs
+    # them as local activities, saving two task round trips per run. Remote providers (Modal) keep
+    # them as regular activities on a rate-limited queue.
+    quick_provision: bool = False
 
     @abc.abstractmethod
     async def create(self, spec: SandboxSpec) -> Sandbox: ...

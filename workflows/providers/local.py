@@ -222,6 +222,7 @@ class LocalSandbox(FolderSandbox):
 
 class LocalProvider(SandboxProvider):
     name = "local"
+    quick_provision = True
 
     def __init__(
         self,

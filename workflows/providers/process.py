@@ -141,6 +141,7 @@ class ProcessSandbox(FolderSandbox):
 
 class ProcessProvider(SandboxProvider):
     name = "process"
+    quick_provision = True
 
     def __init__(
         self,
