@@ -19,7 +19,7 @@ def moved_cases(
         ((after[c] - before[c], c) for c in after if c in before), key=lambda x: (x[0], x[1])
     )
     regressed = [_move(table, criteria, base, head, c) for d, c in deltas[:top] if d < 0]
-    improving = [(d, c) for d, c in reversed(deltas) if d > 0][:top]
+    improving = sorted(((d, c) for d, c in deltas if d > 0), key=lambda x: (-x[0], x[1]))[:top]
     improved = [_move(table, criteria, base, head, c) for _, c in improving]
     return regressed, improved
 
