@@ -19,6 +19,12 @@ def _id(item: tuple[Path, str]) -> str:
     return f"{root.relative_to(REPO_ROOT).as_posix() or '.'}:{name}"
 
 
+def test_the_demo_catalog_is_found() -> None:
+    assert "acme-acquisition" in list_worlds(REPO_ROOT)
+    assert "bar" in list_datasets(REPO_ROOT)
+    assert {c.world for c in load_dataset(REPO_ROOT, "bar").cases} == {"acme-acquisition"}
+
+
 def test_the_test_catalog_is_found() -> None:
     assert list_worlds(FIXTURES / "catalog") == ["tiny"]
     assert list_datasets(FIXTURES / "catalog") == ["tiny"]

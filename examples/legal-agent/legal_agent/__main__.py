@@ -1,0 +1,5 @@
+import sys
+
+from legal_agent.cli import main
+
+sys.exit(main())
