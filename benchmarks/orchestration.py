@@ -2,9 +2,12 @@
 `process` provider, through a real Temporal dev server and the real engine (every stage a separate,
 separately retried activity).
 
-Prints wall time, cells per second and Temporal history events per cell. Usage:
+Prints wall time, cells per second and Temporal history events per cell, for evalbot's engine and,
+on the same dev server in the same run, for the naive design (one child workflow per cell with five
+sequential trivial activities; benchmarks/naive_baseline.py) — the ratio is the figure to compare,
+because these machines are shared and noisy. Usage:
 
-    .venv/bin/python benchmarks/orchestration.py [--cases 100 --arms 4 --trials 5]
+    .venv/bin/python benchmarks/orchestration.py [--cases 100 --arms 4 --trials 5] [--skip-baseline]
 """
 
 from __future__ import annotations
@@ -18,6 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import naive_baseline
+from temporalio.client import Client
+from temporalio.worker import Worker
+
 from bot.composition import open_store
 from workflows.catalog.models import ArmSpec
 from workflows.engine.client import start_experiment, wait_for
@@ -25,6 +32,7 @@ from workflows.engine.embedded import engine_session
 from workflows.engine.grading import CaseGrader
 from workflows.engine.planning import plan_experiment
 from workflows.engine.repos import commit_all, init_repo
+from workflows.engine.worker import workflow_runner
 from workflows.providers import create_provider
 from workflows.settings import Settings
 
@@ -64,17 +72,41 @@ def write_agent(path: Path, arms: int) -> list[str]:
     return commits
 
 
-async def history_events_per_cell(client: object, experiment_id: str, run_ids: list[str]) -> float:
-    from temporalio.client import Client
-
-    assert isinstance(client, Client)
+async def history_events_per_cell(client: Client, experiment_id: str, run_ids: list[str]) -> float:
     sample = random.Random(0).sample(run_ids, k=min(40, len(run_ids)))
     child = [len((await client.get_workflow_handle(r).fetch_history()).events) for r in sample]
     parent = len((await client.get_workflow_handle(experiment_id).fetch_history()).events)
     return statistics.mean(child) + parent / len(run_ids)
 
 
-async def main(cases: int, arms: int, trials: int) -> None:
+async def naive(client: Client, cells: int) -> tuple[float, float]:
+    """The baseline on the same server: (wall seconds, history events per cell)."""
+    queue = "naive-baseline"
+    worker = Worker(
+        client,
+        task_queue=queue,
+        workflows=[naive_baseline.NaiveRunWorkflow, naive_baseline.NaiveExperimentWorkflow],
+        activities=[naive_baseline.naive_stage],
+        workflow_runner=workflow_runner("naive_baseline"),
+        max_cached_workflows=10_000,
+        max_concurrent_workflow_tasks=100,
+        max_concurrent_activities=64,
+    )
+    async with worker:
+        started = time.perf_counter()
+        await client.execute_workflow(
+            naive_baseline.NaiveExperimentWorkflow.run,
+            args=[cells, queue, 500],
+            id="naive-baseline",
+            task_queue=queue,
+        )
+        elapsed = time.perf_counter() - started
+        run_ids = [f"naive-baseline/{i}" for i in range(cells)]
+        events = await history_events_per_cell(client, "naive-baseline", run_ids)
+    return elapsed, events
+
+
+async def main(cases: int, arms: int, trials: int, baseline: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="evalbot-bench-") as folder:
         root = Path(folder)
         write_catalog(root / "catalog", cases)
@@ -103,6 +135,8 @@ async def main(cases: int, arms: int, trials: int) -> None:
             elapsed = time.perf_counter() - started
             run_ids = [c.run_id for c in spec.cells()]
             events = await history_events_per_cell(session.client, spec.experiment_id, run_ids)
+            if baseline:
+                naive_s, naive_events = await naive(session.client, len(run_ids))
         counts = store.count_runs(spec.experiment_id)
         cells = len(run_ids)
         print(f"machine: {platform.node()} {platform.machine()}, {_cpus()} cores")
@@ -111,6 +145,12 @@ async def main(cases: int, arms: int, trials: int) -> None:
         print(f"wall time: {elapsed:.1f} s")
         print(f"cells per second: {cells / elapsed:.1f}")
         print(f"history events per cell: {events:.1f}")
+        if baseline:
+            print(
+                f"naive baseline (5 sequential trivial activities per child, same server): "
+                f"{naive_s:.1f} s, {cells / naive_s:.1f} cells/s, {naive_events:.1f} events/cell"
+            )
+            print(f"ratio naive / evalbot wall time: {naive_s / elapsed:.2f}")
 
 
 def _cpus() -> int:
@@ -124,5 +164,6 @@ if __name__ == "__main__":
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--arms", type=int, default=4)
     parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--skip-baseline", action="store_true")
     options = parser.parse_args()
-    asyncio.run(main(options.cases, options.arms, options.trials))
+    asyncio.run(main(options.cases, options.arms, options.trials, not options.skip_baseline))

@@ -19,9 +19,10 @@ from workflows.settings import Settings
 ROLES = ("runs", "collect", "score")
 
 
-def workflow_runner() -> SandboxedWorkflowRunner:
+def workflow_runner(*passthrough: str) -> SandboxedWorkflowRunner:
     """Temporal's sandbox, with our pure models passed through instead of re-imported per run."""
-    restrictions = SandboxRestrictions.default.with_passthrough_modules("pydantic", "workflows")
+    modules = ("pydantic", "workflows", *passthrough)
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(*modules)
     return SandboxedWorkflowRunner(restrictions=restrictions)
 
 
