@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 import pytest
@@ -153,7 +154,7 @@ def test_huge_report_fits_a_comment_and_keeps_every_changed_verdict(
     assert len(rows) == rows_shown
     improved = [r[0] for r in rows if r[4] == "🟢 improved"]
     assert len(improved) == n_criteria // 10 + 1  # every tenth criterion, plus overall
-    assert "… and 3990 more errored runs." in markdown or "omitted to fit" in markdown
+    assert re.search(r"… and \d+ more errored runs\.", markdown) or "omitted to fit" in markdown
 
 
 def test_absurdly_many_changed_criteria_are_cut_with_a_note() -> None:

@@ -1,0 +1,85 @@
+"""Number formats shared by the Markdown and HTML reports. Each returns plain text built only
+from numbers and fixed labels, so it is safe to mark final in either format."""
+
+from __future__ import annotations
+
+from workflows.report import ComparisonRow
+from workflows.stats import Verdict
+
+VERDICT_LABELS = {
+    Verdict.IMPROVED: "🟢 improved",
+    Verdict.REGRESSED: "🔴 regressed",
+    Verdict.NO_CHANGE: "⚪ no detectable change",
+    Verdict.NOT_ENOUGH: "⚠️ not enough cases",
+    Verdict.NOT_JUDGED: "➖ not judged",
+}
+
+
+def score(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def signed(value: float) -> str:
+    return f"{value:+.2f}".replace("-", "−")
+
+
+def interval(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return "—"
+    return f"[{signed(low)}, {signed(high)}]"
+
+
+def delta(row: ComparisonRow) -> str:
+    if row.delta is None:
+        return "—"
+    if row.ci_low is None or row.ci_high is None:
+        return signed(row.delta)
+    return f"{signed(row.delta)} {interval(row.ci_low, row.ci_high)}"
+
+
+def verdict(row: ComparisonRow) -> str:
+    label = VERDICT_LABELS[row.verdict]
+    if row.verdict is Verdict.NO_CHANGE and row.mde is not None:
+        label += f" (MDE ±{row.mde:.2f})"
+    return label
+
+
+def usd(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if 0 < value < 0.01:
+        return f"${value:,.4f}"
+    return f"${value:,.3f}" if value < 1 else f"${value:,.2f}"
+
+
+def tokens(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:.1f}M"
+    return f"{value / 1000:.1f}k" if value >= 1000 else f"{value:.0f}"
+
+
+def seconds(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.1f} s"
+
+
+def percent(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.0f}%"
+
+
+def change(value: float | None) -> str:
+    """A relative change as " (+12%)", or "" when there is none to show."""
+    if value is None:
+        return ""
+    return f" ({100 * value:+.0f}%)".replace("-", "−")
+
+
+def p_value(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def unit(value: float | None, kind: str) -> str:
+    return {"usd": usd, "tokens": tokens, "seconds": seconds}[kind](value)
