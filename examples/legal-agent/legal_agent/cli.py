@@ -18,17 +18,16 @@ from legal_agent.trace import Trace
 def main(argv: list[str] | None = None) -> int:
     paths = Paths.from_env()
     paths.out.mkdir(parents=True, exist_ok=True)
-    case = json.loads((paths.case / "case.json").read_text(encoding="utf-8"))
-    arm = case.get("arm") or {}
-    settings = Settings.from_arm_config(arm.get("config") or {})
-    trace = Trace(paths.out / "transcript.jsonl", settings.price)
+    trace = Trace(paths.out / "transcript.jsonl", Settings().price)
     try:
+        case = json.loads((paths.case / "case.json").read_text(encoding="utf-8"))
+        settings = Settings.from_arm_config((case.get("arm") or {}).get("config") or {})
+        trace.price = settings.price
         return _run(case, settings, paths, trace)
     except Exception as error:
-        trace.step(
-            "error", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc()
-        )
-        print(f"legal_agent: {type(error).__name__}: {error}", file=sys.stderr)
+        message = f"{type(error).__name__}: {error}"
+        trace.step("error", error=message, traceback=traceback.format_exc())
+        print(f"legal_agent: {message}", file=sys.stderr)
         return 1
     finally:
         _write_usage(paths, trace)

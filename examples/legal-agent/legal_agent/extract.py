@@ -17,7 +17,8 @@ from xml.etree import ElementTree
 TEXT_SUFFIXES = {".md", ".txt", ".text", ".markdown"}
 W_NS = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 STREAM = re.compile(rb"<<(.*?)>>\s*stream\r?\n(.*?)\r?\nendstream", re.S)
-BLOCK = re.compile(rb"BT(.*?)ET", re.S)
+# A text object: BT ... ET, where string literals are skipped whole so "(BETA)" does not end it.
+BLOCK = re.compile(rb"(?<![A-Za-z])BT\b((?:\((?:\\.|[^\\)])*\)|[^()])*?)\bET\b", re.S)
 SHOWN = re.compile(rb"\((?:\\.|[^\\)])*\)\s*(?:Tj|')|\[(?:[^\]]*)\]\s*TJ", re.S)
 STRING = re.compile(rb"\(((?:\\.|[^\\)])*)\)", re.S)
 ESCAPES = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"b": b"\b", b"f": b"\f"}
