@@ -31,11 +31,12 @@ def cli(ctx: click.Context) -> None:
 
 
 def _register_commands() -> None:
-    from bot.commands import bot, engine, secrets
+    from bot.commands import bot, engine, regrade, secrets
 
     for command in [*engine.COMMANDS, *bot.COMMANDS]:
         cli.add_command(command)
     cli.add_command(secrets.secrets_group)
+    cli.add_command(regrade.regrade_command)
 
 
 def main() -> None:
