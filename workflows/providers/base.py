@@ -32,7 +32,7 @@ host lost the sandbox); the execute stage then reruns or fails the cell.
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -60,6 +60,10 @@ class SandboxRateLimited(SandboxError):
 
 class ProviderRefused(SandboxError):
     """The provider refuses to run in this configuration (e.g. `process` not explicitly allowed)."""
+
+
+class PrewarmInUse(SandboxError):
+    """`discard_prewarmed` refused: a built image still in use starts from that prewarmed image."""
 
 
 class FileKind(StrEnum):
@@ -122,6 +126,18 @@ class ResourceUsage:
     disk_limit_hit: bool = False  # /out + /world reached limits.disk_mb (writes failed: ENOSPC)
 
 
+@dataclass(frozen=True)
+class PrewarmedImage:
+    """A prewarmed image (docs/prewarm.md): the agent repository built at a commit of main, kept so
+    that `build_image` of a descendant commit only pays for the delta. `reference` is
+    provider-specific: for `local` a read-only snapshot folder, for `modal` a named image."""
+
+    reference: str
+    commit: str
+    build_seconds: float
+    size_bytes: int | None = None
+
+
 class Sandbox(abc.ABC):
     """A handle on one created sandbox. Safe to re-obtain with `SandboxProvider.attach(id)`."""
 
@@ -180,4 +196,23 @@ class SandboxProvider(abc.ABC):
     async def build_image(self, source_repo: Path, commit: str, setup: str) -> str:
         """Check out `commit` of `source_repo`, run `setup` in a sandbox at /repo, and return an
         image reference usable as SandboxSpec.image. Cached per (repo, commit): building the same
-        commit twice, even concurrently, builds once."""
+        commit twice, even concurrently, builds once. A reference may end in a `#kind=...`
+        fragment saying how it was built (prewarmed reset, full or cold build: see
+        workflows/providers/prewarm_label.py); `create` must accept what `build_image` returned."""
+
+    # -- prewarmed images (optional; docs/prewarm.md) -------------------------------------------
+
+    async def prewarm(self, source_repo: Path, commit: str, setup: str) -> PrewarmedImage:
+        """Build `commit` with `setup` into a new prewarmed image. Afterwards `build_image` of any
+        commit X starts from the newest prewarmed image whose commit is an ancestor of X, checks X
+        out on top and runs the repository's `build.incremental` (or `setup` when the dependency
+        manifest changed), instead of building from scratch."""
+        raise ProviderRefused(f"the {self.name} provider cannot prewarm images")
+
+    async def discard_prewarmed(
+        self, source_repo: Path, reference: str, *, protect: Collection[str] = ()
+    ) -> None:
+        """Delete a prewarmed image (and the built images derived from it). Raises PrewarmInUse,
+        deleting nothing, while a live sandbox or a built image of a `protect`ed commit (arms of
+        running experiments) derives from it. Deleting an image that is gone is a no-op."""
+        raise ProviderRefused(f"the {self.name} provider cannot prewarm images")
