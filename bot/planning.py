@@ -8,6 +8,10 @@ PR's head SHA). The dataset, its worlds and rubrics come from the service's cata
 
 from __future__ import annotations
 
+import os
+import threading
+from pathlib import Path
+
 from bot.github.types import PullInfo
 from bot.grammar import StartEval
 from bot.identity import experiment_id
@@ -19,9 +23,63 @@ BASE_ARM = "base"
 HEAD_ARM = "head"
 TRIGGER = "github"
 
+Signature = tuple[tuple[str, int, int], ...]
+TemplateKey = tuple[str, tuple[str, ...], int | None]
+
 
 class LimitError(ValueError):
     """The request is well formed but larger than this service allows."""
+
+
+class Planner:
+    """Plans PR experiments with the engine's `plan_experiment`, which validates the dataset and
+    selects the cases. What it decided is reused while the dataset's files are unchanged (loading
+    a dataset costs more than the rest of a webhook delivery), so a changed catalog is seen at once.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._templates: dict[TemplateKey, tuple[Signature, ExperimentSpec]] = {}
+        self._lock = threading.Lock()
+
+    def plan(
+        self, pull: PullInfo, request: StartEval, base_sha: str, *, requested_by: str
+    ) -> ExperimentSpec:
+        arms = _arms(pull, request, base_sha)
+        template = self._template(request, arms)
+        spec = template.model_copy(
+            update={
+                "experiment_id": experiment_id(
+                    pull.repo, pull.number, request.dataset, pull.head_sha
+                ),
+                "repo": pull.clone_url,
+                "arms": tuple(arms),
+                "labels": _labels(pull, request, requested_by),
+            }
+        )
+        _check_limits(self.settings, spec)
+        return spec
+
+    def _template(self, request: StartEval, arms: list[ArmSpec]) -> ExperimentSpec:
+        key = (request.dataset, request.cases, request.trials)
+        signature = _signature(Path(self.settings.catalog_root) / "datasets" / request.dataset)
+        with self._lock:
+            cached = self._templates.get(key)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        template = plan_experiment(
+            self.settings,
+            repo="-",
+            dataset=request.dataset,
+            arms=arms,
+            trials=request.trials,
+            case_selectors=list(request.cases),
+            experiment_id="-",
+            trigger=TRIGGER,
+        )
+        with self._lock:
+            self._templates[key] = (signature, template)
+        return template
 
 
 def plan_for_pull(
@@ -32,29 +90,28 @@ def plan_for_pull(
     *,
     requested_by: str,
 ) -> ExperimentSpec:
-    """Validate dataset and cases against the catalog and enforce the size caps."""
-    arms = [
-        ArmSpec(name=BASE_ARM, ref=pull.base_ref, commit=base_sha, config=dict(request.settings)),
+    """One-off planning (no reuse); see `Planner`."""
+    return Planner(settings).plan(pull, request, base_sha, requested_by=requested_by)
+
+
+def _arms(pull: PullInfo, request: StartEval, base_sha: str) -> list[ArmSpec]:
+    config = dict(request.settings)
+    return [
+        ArmSpec(name=BASE_ARM, ref=pull.base_ref, commit=base_sha, config=config),
         ArmSpec(
-            name=HEAD_ARM,
-            ref=f"refs/pull/{pull.number}/head",
-            commit=pull.head_sha,
-            config=dict(request.settings),
+            name=HEAD_ARM, ref=f"refs/pull/{pull.number}/head", commit=pull.head_sha, config=config
         ),
     ]
-    spec = plan_experiment(
-        settings,
-        repo=pull.clone_url,
-        dataset=request.dataset,
-        arms=arms,
-        trials=request.trials,
-        case_selectors=list(request.cases),
-        experiment_id=experiment_id(pull.repo, pull.number, request.dataset, pull.head_sha),
-        trigger=TRIGGER,
-        labels=_labels(pull, request, requested_by),
-    )
-    _check_limits(settings, spec)
-    return spec
+
+
+def _signature(folder: Path) -> Signature:
+    """Every file below `folder` with its modification time and size (empty if absent)."""
+    found = []
+    for parent, _dirs, files in os.walk(folder):
+        for name in files:
+            stat = os.stat(os.path.join(parent, name))
+            found.append((os.path.join(parent, name), stat.st_mtime_ns, stat.st_size))
+    return tuple(sorted(found))
 
 
 def _labels(pull: PullInfo, request: StartEval, requested_by: str) -> dict[str, str]:

@@ -8,6 +8,7 @@ Reports (the sticky comment and the check run) are posted later by Temporal acti
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from bot.grammar import (
 )
 from bot.identity import parse_experiment_id, pr_prefix
 from bot.launcher import Launcher, LaunchError
-from bot.planning import LimitError, plan_for_pull
+from bot.planning import LimitError, Planner
 from bot.trust import APPROVAL_LABEL, Verdict, actor_verdict, fork_verdict
 from workflows.catalog.errors import CatalogError, UnknownNameError
 from workflows.engine.planning import PlanError
@@ -82,6 +83,7 @@ class EvalService:
         bot_login: Callable[[], str],
     ) -> None:
         self.settings = settings
+        self.planner = Planner(settings)
         self.launcher = launcher
         self._gateways = gateways
         self._bot_login = bot_login
@@ -259,7 +261,10 @@ class EvalService:
         if command.vs == "merge-base":
             base_sha = await _io(gw.merge_base, pull.base_sha, pull.head_sha)
         spec = await asyncio.to_thread(
-            plan_for_pull, self.settings, pull, command, base_sha, requested_by=origin.actor
+            functools.partial(self.planner.plan, requested_by=origin.actor),
+            pull,
+            command,
+            base_sha,
         )
         reporter = self._reporter_for(command.dataset, origin)
         started = await self.launcher.start(spec, reporter)

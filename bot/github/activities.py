@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
@@ -51,6 +52,8 @@ class GitHubReporter:
         self._settings = settings
         self._store = store
         self._clients = clients
+        self._locks: dict[tuple[str, int, str], threading.Lock] = {}
+        self._locks_guard = threading.Lock()
 
     @activity.defn(name="publish_report")
     async def publish_report(self, job: PublishReportInput) -> None:
@@ -65,7 +68,7 @@ class GitHubReporter:
             client = self._github().for_repo(where.repo, where.installation_id)
             gateway = RepoGateway(client, where.repo)
             text, report = self._render(spec, phase)
-            self._upsert_comment(gateway, where, spec, phase, text)
+            self._upsert_comment(gateway, where, spec, text)
             if self._settings.github_check_runs:
                 self._upsert_check(gateway, spec, phase, text, report)
         except GithubException as error:
@@ -105,16 +108,40 @@ class GitHubReporter:
         return f"{base.rstrip('/')}/experiments/{quote(experiment_id, safe='')}" if base else None
 
     def _upsert_comment(
-        self, gw: RepoGateway, where: ReporterRef, spec: ExperimentSpec, phase: rc.Phase, text: str
+        self, gw: RepoGateway, where: ReporterRef, spec: ExperimentSpec, text: str
     ) -> None:
+        """One sticky comment per (PR, dataset), showing the newest experiment. Publishers in this
+        process take turns; across processes, a duplicate created in a race is deleted (the
+        oldest comment stays) and the newest experiment's text wins."""
         body = rc.comment_body(spec, text)
-        found = gw.find_comment(where.number, rc.marker(spec.dataset), self._github().bot_login())
-        if found is None:
-            gw.comment(where.number, body)
-        elif not rc.may_update(found[1], spec.experiment_id, phase):
-            log.info("%s: the comment shows a newer experiment; left as is", spec.experiment_id)
-        elif found[1] != body:
-            gw.edit_comment(found[0], body)
+        marker, author = rc.marker(spec.dataset), self._github().bot_login()
+        with self._lock_for(where.repo, where.number, spec.dataset):
+            found = gw.find_comments(where.number, marker, author)
+            if not found:
+                gw.comment(where.number, body)
+                found = gw.find_comments(where.number, marker, author)
+            for duplicate, _ in found[1:]:
+                gw.delete_comment(duplicate)
+            comment_id, current = found[0]
+            if current != body and self._may_replace(current, spec):
+                gw.edit_comment(comment_id, body)
+
+    def _may_replace(self, current: str, spec: ExperimentSpec) -> bool:
+        """Only the shown experiment, or a newer one (by creation in the store), edits it."""
+        shown = rc.shown_experiment(current)
+        if shown is None or shown == spec.experiment_id:
+            return True
+        ours, theirs = (self._store.get_experiment(i) for i in (spec.experiment_id, shown))
+        if ours is None or theirs is None:
+            return True
+        newer = ours.created_at >= theirs.created_at
+        if not newer:
+            log.info("%s: the comment shows the newer %s; left as is", spec.experiment_id, shown)
+        return newer
+
+    def _lock_for(self, repo: str, number: int, dataset: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks.setdefault((repo, number, dataset), threading.Lock())
 
     def _upsert_check(
         self,

@@ -65,13 +65,21 @@ class RepoGateway:
             "PATCH", f"{self._comments_url}/{comment_id}", {"body": _clip(body, COMMENT_LIMIT)}
         )
 
-    def find_comment(self, number: int, marker: str, author: str) -> tuple[int, str] | None:
-        """The first comment by `author` containing `marker`: (id, body)."""
-        for item in self._repo.get_issue(number).get_comments():
-            body = item.body or ""
-            if marker in body and item.user.login == author:
-                return int(item.id), body
-        return None
+    def find_comments(self, number: int, marker: str, author: str) -> list[tuple[int, str]]:
+        """Comments by `author` containing `marker`, oldest first: (id, body)."""
+        found = [
+            (int(item.id), item.body or "")
+            for item in self._repo.get_issue(number).get_comments()
+            if marker in (item.body or "") and item.user.login == author
+        ]
+        return sorted(found)
+
+    def delete_comment(self, comment_id: int) -> None:
+        try:
+            self._request("DELETE", f"{self._comments_url}/{comment_id}")
+        except GithubException as error:
+            if error.status != 404:  # already gone
+                raise
 
     def remove_label(self, number: int, label: str) -> None:
         try:

@@ -1,8 +1,8 @@
 """The sticky comment and check run for one experiment phase: pure functions, no I/O.
 
 One sticky comment per (PR, dataset) is found by `marker(dataset)`; a second hidden line names
-the experiment it currently shows, so a late update from a superseded experiment cannot
-overwrite the newer one's report.
+the experiment it currently shows, so that a late update from a superseded experiment does not
+overwrite the newer one's report (bot/github/activities.py decides which is newer).
 """
 
 from __future__ import annotations
@@ -31,12 +31,6 @@ def check_name(dataset: str) -> str:
 def shown_experiment(body: str) -> str | None:
     match = _SHOWN.search(body)
     return match["id"] if match else None
-
-
-def may_update(body: str, experiment_id: str, phase: Phase) -> bool:
-    """A new experiment takes the comment over when queued; otherwise only its owner edits it."""
-    shown = shown_experiment(body)
-    return phase == "queued" or shown is None or shown == experiment_id
 
 
 @dataclass(frozen=True)

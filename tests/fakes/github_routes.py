@@ -168,6 +168,17 @@ def edit_comment(
     return 200, public(comment), {}
 
 
+def delete_comment(
+    fake: FakeGitHub, match: dict[str, str], query: Any, data: Any, who: Any
+) -> Result:
+    identity = _user(who)
+    comment = _comment(fake, match)
+    if comment["user"]["login"] != identity.login:
+        raise ApiError(403, "Resource not accessible by integration")
+    del fake.state.comments[comment["id"]]
+    return 204, None, {}
+
+
 def create_reaction(
     fake: FakeGitHub, match: dict[str, str], query: Any, data: Any, who: Any
 ) -> Result:

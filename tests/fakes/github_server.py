@@ -195,9 +195,11 @@ class FakeGitHub:
         with self.lock:
             self.state.tokens[token] = (Identity(login, "User", next(self._ids)), float("inf"))
 
-    def add_comment(self, repo: str, number: int, body: str, login: str) -> JSON:
+    def add_comment(
+        self, repo: str, number: int, body: str, login: str, *, type: str = "User"
+    ) -> JSON:
         with self.lock:
-            return self._new_comment(repo, number, body, Identity(login, "User", 7))
+            return self._new_comment(repo, number, body, Identity(login, type, 7))
 
     def fail(self, method: str, path_regex: str, *, status: int = 502, times: int = 1) -> None:
         """Answer the next `times` matching requests with `status` (an outage)."""
@@ -342,6 +344,7 @@ def _routes(fake: FakeGitHub) -> list[Route]:
         ("POST", rf"{REPO}/issues/(?P<number>\d+)/comments", r.create_comment),
         ("GET", rf"{REPO}/issues/comments/(?P<id>\d+)", r.get_comment),
         ("PATCH", rf"{REPO}/issues/comments/(?P<id>\d+)", r.edit_comment),
+        ("DELETE", rf"{REPO}/issues/comments/(?P<id>\d+)", r.delete_comment),
         ("POST", rf"{REPO}/issues/comments/(?P<id>\d+)/reactions", r.create_reaction),
         ("DELETE", rf"{REPO}/issues/(?P<number>\d+)/labels/(?P<label>.+)", r.remove_label),
         ("GET", rf"{REPO}/collaborators/(?P<user>[^/]+)/permission", r.get_permission),
@@ -373,6 +376,7 @@ def new_installation_token(fake: FakeGitHub, installation: int) -> tuple[str, fl
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes
     fake: FakeGitHub
 
     def _serve(self) -> None:

@@ -3,6 +3,7 @@ dataset), edited in place through the phases, and one check run per experiment."
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from bot.github import report_comment as rc
 from bot.github.activities import GitHubReporter, PublishReportInput
 from bot.github.client import ClientOptions, GitHubClients
 from bot.github.types import PullInfo, ReporterRef
@@ -119,14 +121,59 @@ def test_a_superseded_experiment_does_not_overwrite_the_newer_report(
     old, new = plan(bot_settings), plan(bot_settings, head_sha="4" * 40)
     store.save_experiment(old)
     store.save_experiment(new)
-    publish(reporter, old, "queued")
     publish(reporter, new, "queued")
+    publish(reporter, old, "queued")  # late: it was started first
     publish(reporter, old, "cancelled")
     (comment,) = bot_comments(github)
     assert new.experiment_id in str(comment["body"]) and "Queued" in str(comment["body"])
     runs = {r["head_sha"]: r for r in github.check_runs_for(REPO)}
     assert runs[HEAD_SHA]["conclusion"] == "cancelled"
     assert runs["4" * 40]["status"] == "queued"
+
+
+def test_concurrent_publishers_leave_one_comment_showing_the_newest(
+    store: Store, github: FakeGitHub, bot_settings: Settings
+) -> None:
+    """Two worker processes (two reporters, no shared lock) publish at the same moment."""
+    old, new = plan(bot_settings), plan(bot_settings, head_sha="5" * 40)
+    store.save_experiment(old)
+    store.save_experiment(new)
+    reporters = [
+        GitHubReporter(
+            bot_settings, store, GitHubClients(bot_settings, options=ClientOptions.fast())
+        )
+        for _ in range(2)
+    ]
+    barrier = threading.Barrier(2)
+
+    def race(reporter: GitHubReporter, spec: ExperimentSpec) -> None:
+        barrier.wait()
+        publish(reporter, spec, "queued")
+
+    threads = [
+        threading.Thread(target=race, args=pair) for pair in zip(reporters, (old, new), strict=True)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(bot_comments(github)) == 1
+    publish(reporters[0], new, "progress")
+    publish(reporters[1], old, "cancelled")
+    (comment,) = bot_comments(github)
+    assert new.experiment_id in str(comment["body"])
+
+
+def test_duplicates_left_by_an_earlier_race_are_removed(
+    reporter: GitHubReporter, store: Store, github: FakeGitHub, bot_settings: Settings
+) -> None:
+    spec = plan(bot_settings)
+    store.save_experiment(spec)
+    for _ in range(2):
+        github.add_comment(REPO, NUMBER, rc.marker("tiny"), "evalbot[bot]", type="Bot")
+    publish(reporter, spec, "queued")
+    (comment,) = bot_comments(github)
+    assert "Queued" in str(comment["body"])
 
 
 def test_marker_comments_by_others_are_left_alone(
