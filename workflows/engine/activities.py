@@ -54,6 +54,7 @@ from workflows.providers.base import (
 from workflows.records import CriterionScore, RunResult, RunStatus, weighted_score
 from workflows.redaction import Redactor
 from workflows.scoring import JudgeUnavailable, RubricError
+from workflows.secret_store import SecretStoreError
 from workflows.settings import Settings
 
 STATE_FILE = "/out/.state.json"
@@ -204,7 +205,10 @@ class RunActivities:
     def _secret_env(self, groups: tuple[str, ...], run: RunInput) -> dict[str, str]:
         if not groups or self.secrets is None:
             return {}
-        return self.secrets(groups, approved=run.secrets_approved)
+        try:
+            return self.secrets(groups, approved=run.secrets_approved)
+        except SecretStoreError as error:  # configuration, not a transient fault: do not retry
+            raise ApplicationError(str(error), type="SecretsMissing", non_retryable=True) from None
 
     # -- execute ----------------------------------------------------------------------------
 

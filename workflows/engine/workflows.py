@@ -58,6 +58,7 @@ PUBLISH_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=2)
 )  # unlimited attempts: a GitHub outage delays the comment, it does not lose it
 PROGRESS_EVERY = timedelta(seconds=20)
+STAGE_FAILURES = (ActivityError, ApplicationError, CancelledError)
 
 
 @workflow.defn(name="RunWorkflow")
@@ -73,8 +74,8 @@ class RunWorkflow:
             try:
                 provision = await self._provision(job)
                 return await self._run_in(job, provision)
-            except ActivityError as error:
-                if isinstance(error.cause, CancelledError):
+            except STAGE_FAILURES as error:  # regular activities wrap; local ones raise directly
+                if _is_cancel(error):
                     await self._record(job, provision, RunStatus.CANCELLED, "cancelled")
                     raise
                 if _error_type(error) == RUNNER_LOST and attempt + 1 < SANDBOX_ATTEMPTS:
@@ -267,10 +268,26 @@ class ExperimentWorkflow:
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             )
             self._set(run_id, "scored" if summary.status == "scored" else "errored")
-        except (ChildWorkflowError, asyncio.CancelledError):
+        except ChildWorkflowError as error:
+            if self.cancel_requested:
+                self._set(run_id, "cancelled")
+            else:  # the run workflow itself failed: the cell still gets a result, never none
+                await self._record_failed_run(run, _message(error))
+                self._set(run_id, "errored")
+        except asyncio.CancelledError:
             self._set(run_id, "cancelled" if self.cancel_requested else "errored")
         finally:
             self.in_flight -= 1
+
+    async def _record_failed_run(self, run: RunInput, message: str) -> None:
+        await workflow.execute_activity(
+            "record_error",
+            RecordErrorInput(run, RunStatus.SANDBOX_ERROR.value, f"run failed: {message}"),
+            result_type=RunSummary,
+            task_queue=run.queues.score,
+            start_to_close_timeout=timedelta(minutes=5),
+            retry_policy=RECORD_RETRY,
+        )
 
     def _set(self, run_id: str, state: str) -> None:
         self.states[run_id] = state
@@ -319,14 +336,19 @@ class ExperimentWorkflow:
         return Progress(total=len(self.states), done=self.finished, **counts)
 
 
-def _status_for(error: ActivityError) -> RunStatus:
+def _is_cancel(error: BaseException) -> bool:
+    return isinstance(error, CancelledError) or isinstance(error.__cause__, CancelledError)
+
+
+def _status_for(error: BaseException) -> RunStatus:
     """A commit that does not build is the arm's failure; everything else here is infrastructure."""
     return RunStatus.AGENT_ERROR if _error_type(error) == "BuildFailed" else RunStatus.SANDBOX_ERROR
 
 
-def _error_type(error: ActivityError) -> str | None:
-    cause = error.cause
-    return cause.type if isinstance(cause, ApplicationError) else None
+def _error_type(error: BaseException) -> str | None:
+    """The ApplicationError type of a stage failure, whether wrapped (regular) or not (local)."""
+    failure = error.cause if isinstance(error, ActivityError) else error
+    return failure.type if isinstance(failure, ApplicationError) else None
 
 
 def _message(error: BaseException) -> str:

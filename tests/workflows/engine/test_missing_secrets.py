@@ -1,0 +1,55 @@
+"""A run that names a secret group nobody synced fails at once, saying which group — it is a
+configuration error, not a fault worth retrying — and the other arm's runs are unaffected."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from bot.commands.engine import run_experiment
+from bot.composition import open_store
+from tests.support.agent_repo import TINY_AGENT
+from workflows.catalog.models import ArmSpec
+from workflows.engine.planning import plan_experiment
+from workflows.engine.repos import commit_all, init_repo
+from workflows.records import RunStatus
+from workflows.settings import Settings
+
+
+def repo_with_secret_group(dest: Path) -> tuple[str, str]:
+    shutil.copytree(TINY_AGENT, dest)
+    init_repo(dest)
+    plain = commit_all(dest, "no secrets")
+    toml = dest / "evalbot.toml"
+    toml.write_text(toml.read_text().replace("secrets = []", 'secrets = ["never-synced"]'))
+    needs_secrets = commit_all(dest, "needs a secret group")
+    return plain, needs_secrets
+
+
+async def test_unsynced_secret_group_fails_fast_and_says_which(
+    engine_settings: Settings, tmp_path: Path
+) -> None:
+    plain, needs_secrets = repo_with_secret_group(tmp_path / "agent")
+    arms = [
+        ArmSpec(name="plain", ref="a", commit=plain),
+        ArmSpec(name="secret", ref="b", commit=needs_secrets),
+    ]
+    spec = plan_experiment(
+        engine_settings,
+        repo=str(tmp_path / "agent"),
+        dataset="tiny",
+        arms=arms,
+        trials=1,
+        case_selectors=["supply-governing-law"],
+    )
+    store = open_store(engine_settings)
+    started = time.monotonic()
+    await run_experiment(engine_settings, store, spec, quiet=True)
+
+    runs = {r.arm: r for r in store.list_runs(spec.experiment_id)}
+    assert runs["plain"].status is RunStatus.SCORED
+    assert runs["secret"].status is RunStatus.SANDBOX_ERROR
+    assert "never-synced" in runs["secret"].error
+    assert not runs["secret"].error.startswith("run failed")  # handled by the run, not its parent
+    assert time.monotonic() - started < 30  # not five retries with backoff
