@@ -1,0 +1,340 @@
+"""Webhook benchmark: signed deliveries over loopback to the real app (uvicorn, one process),
+open loop at a fixed rate, with a fake launcher (the hand-off is recorded, nothing runs) and the
+fake GitHub REST server in a third process (PyGithub over real HTTP).
+
+The mix is what a busy repository sends: 40% `/eval tiny` comments from collaborators on distinct
+PRs (read the PR, plan, hand off, react), 20% `eval:tiny` labels (permission check, plan, hand
+off), 40% chatter the bot ignores (non-/eval comments and unlabelled pushes). Latency is measured
+from each delivery's scheduled send time (no coordinated omission) to the response. At the end the
+server reports what it saw, and every delivery must be accounted for: one response each, one
+recorded delivery id each, one experiment per started request.
+
+    .venv/bin/python benchmarks/webhook.py [--rate 200 --seconds 10] [--record]
+
+`--record` writes the figures into benchmarks/RESULTS.md (between the webhook markers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing as mp
+import os
+import platform
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from bot.webhooks.signature import sign  # noqa: E402
+from tests.bot.payloads import SECRET, pr_comment, pull_event, pull_json  # noqa: E402
+
+REPO = "Codertocat/Hello-World"
+RESULTS = REPO_ROOT / "benchmarks" / "RESULTS.md"
+START, END = "<!-- webhook:start -->", "<!-- webhook:end -->"
+
+
+# -- the fake GitHub and the bot, each in its own process ------------------------------------------
+
+
+def run_github(ready: Any, stop: Any, pulls: int) -> None:
+    from tests.fakes.github_server import FakeGitHub
+
+    fake = FakeGitHub().start()
+    comments = []
+    for number in range(1, pulls + 1):
+        pull = pull_json(head_sha=f"{number:040x}")
+        pull["number"] = number
+        fake.add_pull(pull)
+        comments.append(fake.add_comment(REPO, number, "/eval tiny --trials 1", "Codertocat")["id"])
+    fake.set_permission(REPO, "Codertocat", "write")
+    ready.send(((fake.base_url, fake.app_private_key, fake.app_id), comments))
+    stop.wait()
+    ready.send(len(fake.calls))
+
+
+def run_bot(ready: Any, stop: Any, github: tuple[str, str, int], data_dir: str) -> None:
+    import threading
+
+    import uvicorn
+
+    from bot.app import create_app
+    from bot.github.client import ClientOptions, GitHubClients
+    from tests.fakes.launcher import FakeLauncher
+    from workflows.settings import Settings
+    from workflows.store import Store
+
+    base_url, key, app_id = github
+    settings = Settings(
+        data_dir=Path(data_dir),
+        catalog_root=REPO_ROOT / "tests" / "fixtures" / "catalog",
+        github_webhook_secret=SECRET,
+        github_api_url=base_url,
+        github_app_id=str(app_id),
+        github_private_key=key,
+    )
+    store = Store.from_settings(settings)
+    store.migrate()
+    launcher = FakeLauncher()
+    options = ClientOptions(
+        retries=0, seconds_between_requests=0, seconds_between_writes=0, pool_size=64
+    )
+    app = create_app(settings, launcher, store, github=GitHubClients(settings, options=options))
+    port = _free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", access_log=False)
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    ready.send(port)
+    stop.wait()
+    ready.send({"started": len(launcher.start_calls), "experiments": len(launcher.experiments),
+                "deliveries": _count_deliveries(store)})  # fmt: skip
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def _count_deliveries(store: Any) -> int:
+    from sqlalchemy import func, select
+
+    from workflows.store.tables import webhook_deliveries
+
+    with store._read() as connection:  # a benchmark may peek; the app never does
+        return int(
+            connection.execute(select(func.count()).select_from(webhook_deliveries)).scalar()
+        )
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# -- the load ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Delivery:
+    kind: str
+    event: str
+    body: bytes
+    expect: str
+
+
+def deliveries(total: int, comment_ids: list[int]) -> list[Delivery]:
+    """The mix, one PR per /eval comment or label so that each starts a distinct experiment."""
+    made = []
+    for index in range(total):
+        number = index + 1
+        slot = index % 5
+        if slot in (0, 1):
+            payload = pr_comment("/eval tiny --trials 1")
+            payload["issue"]["number"] = number
+            payload["comment"]["id"] = comment_ids[index]
+            made.append(Delivery("eval comment", "issue_comment", _json(payload), "started"))
+        elif slot == 2:
+            payload = pull_event("labeled", label="eval:tiny", labels=["eval:tiny"])
+            payload["pull_request"]["number"] = number
+            made.append(Delivery("eval label", "pull_request", _json(payload), "started"))
+        elif slot == 3:
+            payload = pr_comment("Looks good to me, thanks!")
+            made.append(Delivery("chatter comment", "issue_comment", _json(payload), "ignored"))
+        else:
+            payload = pull_event("labeled", label="documentation", labels=["documentation"])
+            made.append(Delivery("other label", "pull_request", _json(payload), "ignored"))
+    return made
+
+
+def _json(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload).encode()
+
+
+@dataclass
+class Outcome:
+    kind: str
+    latency_ms: float
+    service_ms: float
+    status: int
+    action: str
+
+
+@dataclass
+class Load:
+    outcomes: list[Outcome] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+
+async def send_all(port: int, plan: list[Delivery], rate: float, connections: int) -> Load:
+    """Open loop: delivery i is due at start + i/rate and goes out on the first free keep-alive
+    connection (a minimal HTTP/1.1 client: the load generator shares the CPU with the server)."""
+    load, queue = Load(), asyncio.Queue[tuple[Delivery, float] | None]()
+    start = time.perf_counter() + 0.2
+
+    async def produce() -> None:
+        for index, item in enumerate(plan):
+            due = start + index / rate
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+            queue.put_nowait((item, due))
+        for _ in range(connections):
+            queue.put_nowait(None)
+
+    async def connection() -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        while (job := await queue.get()) is not None:
+            await _send(reader, writer, *job, load)
+        writer.close()
+
+    await asyncio.gather(produce(), *(connection() for _ in range(connections)))
+    return load
+
+
+async def _send(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    item: Delivery,
+    due: float,
+    load: Load,
+) -> None:
+    sent = time.perf_counter()
+    headers = (
+        f"POST /github/webhook HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(item.body)}\r\n"
+        f"X-GitHub-Event: {item.event}\r\nX-GitHub-Delivery: {uuid.uuid4()}\r\n"
+        f"X-Hub-Signature-256: {sign(SECRET.encode(), item.body)}\r\n\r\n"
+    )
+    try:
+        writer.write(headers.encode() + item.body)
+        status, body = await _response(reader)
+    except (OSError, asyncio.IncompleteReadError, ValueError) as error:
+        load.failures.append(f"{item.kind}: {type(error).__name__}")
+        return
+    done = time.perf_counter()
+    action = json.loads(body).get("action", "") if status == 200 else ""
+    load.outcomes.append(
+        Outcome(item.kind, (done - due) * 1e3, (done - sent) * 1e3, status, action)
+    )
+
+
+async def _response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value)
+    return status, await reader.readexactly(length) if length else b""
+
+
+# -- the report ----------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def summary(load: Load, plan: list[Delivery], wall_s: float, server: dict[str, int]) -> list[str]:
+    latencies = [o.latency_ms for o in load.outcomes]
+    lines = [
+        f"deliveries sent: {len(plan)} in {wall_s:.2f} s → "
+        f"throughput {len(load.outcomes) / wall_s:.0f}/s",
+        f"ack latency (from scheduled send): p50 {percentile(latencies, 0.5):.1f} ms · "
+        f"p99 {percentile(latencies, 0.99):.1f} ms · max {max(latencies):.1f} ms",
+    ]
+    for kind in dict.fromkeys(d.kind for d in plan):
+        mine = [o.latency_ms for o in load.outcomes if o.kind == kind]
+        lines.append(
+            f"  {kind:<16} n={len(mine):<5} p50 {percentile(mine, 0.5):6.1f} ms · "
+            f"p99 {percentile(mine, 0.99):6.1f} ms"
+        )
+    lines += accounting(load, plan, server)
+    return lines
+
+
+def accounting(load: Load, plan: list[Delivery], server: dict[str, int]) -> list[str]:
+    expected = {kind: sum(1 for d in plan if d.kind == kind) for kind in {d.kind for d in plan}}
+    wrong = [o for o in load.outcomes if o.status != 200]
+    starts = sum(1 for d in plan if d.expect == "started")
+    started = sum(1 for o in load.outcomes if o.action == "started")
+    complete = (
+        len(load.outcomes) == len(plan)
+        and not load.failures
+        and not wrong
+        and started == starts == server["experiments"] == server["started"]
+        and server["deliveries"] == len(plan)
+    )
+    return [
+        f"accounted for: {len(load.outcomes)}/{len(plan)} answered, {len(wrong)} non-200, "
+        f"{len(load.failures)} transport errors; {started}/{starts} started (launcher saw "
+        f"{server['started']} hand-offs, {server['experiments']} experiments); "
+        f"{server['deliveries']} delivery ids recorded; mix {expected}",
+        "EVERY DELIVERY ACCOUNTED FOR" if complete else "MISSING OR WRONG DELIVERIES",
+    ]
+
+
+def record(lines: list[str], args: argparse.Namespace) -> None:
+    block = "\n".join(
+        [START, "## Webhook acknowledgement (benchmarks/webhook.py)", "",
+         f"`{' '.join(sys.argv[1:]) or '(defaults)'}` on {platform.node()}, "
+         f"{os.cpu_count()} cores, load average before the run {args.load_before}:", "",
+         "```", *lines, "```", END]
+    )  # fmt: skip
+    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+    if START in text and END in text:
+        text = text.split(START)[0] + block + text.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    RESULTS.write_text(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=float, default=200.0, help="deliveries per second")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--connections", type=int, default=64, help="keep-alive connections")
+    parser.add_argument("--record", action="store_true", help="write into benchmarks/RESULTS.md")
+    args = parser.parse_args()
+    args.load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    total = int(args.rate * args.seconds)
+    ctx = mp.get_context("spawn")
+    gh_parent, gh_child = ctx.Pipe()
+    bot_parent, bot_child = ctx.Pipe()
+    stop = ctx.Event()
+    with tempfile.TemporaryDirectory() as tmp:
+        github = ctx.Process(target=run_github, args=(gh_child, stop, total), daemon=True)
+        github.start()
+        where, comment_ids = gh_parent.recv()
+        plan = deliveries(total, comment_ids)
+        bot = ctx.Process(target=run_bot, args=(bot_child, stop, where, tmp), daemon=True)
+        bot.start()
+        port = bot_parent.recv()
+        began = time.perf_counter()
+        load = asyncio.run(send_all(port, plan, args.rate, args.connections))
+        wall = time.perf_counter() - began - 0.2
+        stop.set()
+        server = bot_parent.recv()
+        github_calls = gh_parent.recv()
+        bot.join(10)
+        github.join(10)
+    lines = [*summary(load, plan, wall, server), f"fake GitHub served {github_calls} API calls"]
+    print("\n".join(lines))
+    if args.record:
+        record(lines, args)
+
+
+if __name__ == "__main__":
+    main()
