@@ -16,11 +16,11 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from workflows.providers import seccomp
+from workflows.providers import egress, seccomp
 from workflows.providers.base import (
     ExecResult,
     ProviderRefused,
@@ -41,6 +41,7 @@ from workflows.providers.disk import (
     mount_disk,
     remove_disk,
 )
+from workflows.providers.egress_proxy import EgressProxy
 from workflows.providers.folder import FolderSandbox, read_state
 from workflows.providers.images import ImageBuilder
 from workflows.providers.launch import joined, launch_detached, run_bounded, wait_ready
@@ -121,8 +122,17 @@ class LocalSandbox(FolderSandbox):
     def limits(self) -> ResourceLimits:
         return ResourceLimits(**self.meta["limits"])
 
+    @property
+    def allow_domains(self) -> list[str]:
+        return [str(entry) for entry in self.meta.get("allow_domains") or ()]
+
+    @property
+    def egress_socket(self) -> Path:
+        return self.layout.root / "egress" / "proxy.sock"
+
     def env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
-        return build_env(BASE_ENV, self.meta["env"], extra or {}, fixed=dir_env(SANDBOX_DIRS))
+        fixed = dir_env(SANDBOX_DIRS) | (egress.proxy_env() if self.allow_domains else {})
+        return build_env(BASE_ENV, self.meta["env"], extra or {}, fixed=fixed)
 
     def bwrap(self, **options: Any) -> BwrapCommand:
         binds = [
@@ -132,6 +142,8 @@ class LocalSandbox(FolderSandbox):
             Bind(self.layout.out, "/out", writable=True),
             Bind(RUNNER, "/evalbot/runner.py"),
         ]
+        if self.allow_domains:
+            binds += egress.binds(self.egress_socket)
         return BwrapCommand(
             uid=self.uid,
             gid=self.uid,
@@ -150,6 +162,9 @@ class LocalSandbox(FolderSandbox):
         if await asyncio.to_thread(self.already_started):
             return  # a retried start: the runner is already there
         self.require_alive()
+        if self.allow_domains:
+            await self.start_egress()
+            command = egress.wrap_command(command)
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         filter_fd = seccomp_memfd()
         argv = self.bwrap(as_pid_1=True, seccomp_fd=filter_fd).argv(
@@ -171,6 +186,24 @@ class LocalSandbox(FolderSandbox):
         await asyncio.to_thread(self.record_runner, pid, start_time(pid) or 0)
         if not await wait_ready(read_fd, self.provider.start_timeout_s):
             raise SandboxError(f"the runner of sandbox {self.id} did not start: {self.log_tail()}")
+
+    async def start_egress(self) -> None:
+        """The egress proxy for this run's allow_domains, outside the sandbox (egress.py)."""
+        self.meta["egress"] = await egress.launch_proxy(
+            self.egress_socket,
+            run_id=str(self.meta.get("run_id", self.id)),
+            allow=self.allow_domains,
+            record=self.layout.out / egress.RECORD_NAME,
+            log=self.layout.log,
+            resolve=self.provider.egress_resolve,
+            max_seconds=self.limits.wall_timeout_s + egress.PROXY_GRACE_S,
+        )
+        await asyncio.to_thread(write_meta, self.layout, self.meta)
+
+    async def stop_egress(self) -> None:
+        with contextlib.suppress(SandboxError):
+            proxy = (await asyncio.to_thread(read_meta, self.layout)).get("egress")
+            await egress.stop_proxy(proxy)
 
     def log_tail(self) -> str:
         try:
@@ -209,6 +242,7 @@ class LocalSandbox(FolderSandbox):
         )
 
     async def terminate(self) -> None:
+        await self.stop_egress()
         try:
             if self.cgroups.exists():
                 if not await self.cgroups.kill_all():
@@ -236,6 +270,8 @@ class LocalProvider(SandboxProvider):
         build_timeout_s: float = 1800,
         cgroup_root: Path = CGROUP_ROOT,
         start_timeout_s: float = 30,
+        build_allow_domains: Sequence[str] = (),
+        egress_resolve: Mapping[str, str] | None = None,
     ) -> None:
         self.sandbox_dir = sandbox_dir.absolute()
         self.disk_dir = self.sandbox_dir / ".disks"
@@ -247,6 +283,8 @@ class LocalProvider(SandboxProvider):
         self.build_timeout_s = build_timeout_s
         self.cgroup_root = cgroup_root
         self.start_timeout_s = start_timeout_s
+        self.build_allow_domains = tuple(build_allow_domains)
+        self.egress_resolve = dict(egress_resolve or {})  # pinned names (tests, private mirrors)
         self._host_checked = False
 
     def check_host(self) -> None:
@@ -264,11 +302,6 @@ class LocalProvider(SandboxProvider):
         if not Path(spec.image).is_dir():
             raise SandboxCreateError(
                 f"image {spec.image} is not a built checkout (see build_image)"
-            )
-        if spec.allow_domains:
-            log.warning(
-                "local sandboxes have no network; allow_domains %s is not granted",
-                spec.allow_domains,
             )
         sandbox_id = new_sandbox_id(spec.run_id)
         uid = self.slots.claim(sandbox_id)
@@ -328,7 +361,10 @@ class LocalProvider(SandboxProvider):
         cgroups.create(self.build_limits)
         filter_fd = seccomp_memfd()
         try:
-            result = await self._build_in_sandbox(repo, build_dir, setup, cgroups, filter_fd)
+            async with self._build_egress(build_dir.parent / "egress.sock") as socket_path:
+                result = await self._build_in_sandbox(
+                    repo, build_dir, setup, cgroups, filter_fd, socket_path
+                )
         finally:
             close_fds(filter_fd)
             await cgroups.kill_all()
@@ -339,28 +375,52 @@ class LocalProvider(SandboxProvider):
             raise SandboxCreateError(f"the build sandbox did not start: {detail or 'no output'}")
         return state
 
+    @contextlib.asynccontextmanager
+    async def _build_egress(self, socket_path: Path) -> AsyncIterator[Path | None]:
+        """Builds have no network interface either; the egress proxy lets them reach only
+        `build_allow_domains` (the package registries), or nothing when that is empty."""
+        if not self.build_allow_domains:
+            yield None
+            return
+        proxy = EgressProxy(
+            str(socket_path), self.build_allow_domains, run_id="build", resolve=self.egress_resolve
+        )
+        async with proxy:
+            yield socket_path
+
     async def _build_in_sandbox(
-        self, repo: Path, build_dir: Path, setup: str, cgroups: CgroupSet, filter_fd: int | None
+        self,
+        repo: Path,
+        build_dir: Path,
+        setup: str,
+        cgroups: CgroupSet,
+        filter_fd: int | None,
+        egress_socket: Path | None,
     ) -> ExecResult:
+        binds = [
+            Bind(repo, "/repo", True),
+            Bind(build_dir, "/out", True),
+            Bind(RUNNER, "/evalbot/runner.py"),
+        ]
+        fixed = dir_env({"repo": "/repo", "out": "/out"})
+        if egress_socket is not None:
+            binds += egress.binds(egress_socket)
+            setup = egress.wrap_command(setup)
+            fixed |= egress.proxy_env()
         command = BwrapCommand(
             uid=self.build_uid,
             gid=self.build_uid,
             etc_dir=build_dir.parent / "etc",
-            binds=[
-                Bind(repo, "/repo", True),
-                Bind(build_dir, "/out", True),
-                Bind(RUNNER, "/evalbot/runner.py"),
-            ],
+            binds=binds,
             chdir="/repo",
             tmp_mb=self.build_limits.disk_mb,
-            network=True,
             as_pid_1=True,
             die_with_parent=True,
             seccomp_fd=filter_fd,
             extra_etc=BUILD_ETC_FILES,
         )
         runner = runner_command(self.build_limits, setup, -1, self.build_timeout_s)
-        env = build_env(BASE_ENV, self.build_env, fixed=dir_env({"repo": "/repo", "out": "/out"}))
+        env = build_env(BASE_ENV, self.build_env, fixed=fixed)
         return await run_bounded(
             joined(cgroups.procs_files(), command.argv(runner)),
             env=env,
