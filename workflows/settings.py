@@ -17,9 +17,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="EVALBOT_", extra="ignore")
 
-    data_dir: Path = Field(Path(".evalbot"), description="State: database, blobs, images, sandboxes.")
+    data_dir: Path = Field(Path(".evalbot"), description="State: database, blobs, images.")
     catalog_root: Path = Field(Path("."), description="Folder holding worlds/ and datasets/.")
-    database_url: str | None = Field(None, description="SQLAlchemy URL; SQLite in data_dir if unset.")
+    database_url: str | None = Field(None, description="SQLAlchemy URL; unset = SQLite.")
 
     temporal_address: str | None = Field(
         None, description="host:port of a Temporal cluster; unset = start the embedded dev server."
@@ -31,9 +31,9 @@ class Settings(BaseSettings):
 
     provider: str = Field("local", description="Sandbox provider: local, process or modal.")
     allow_process_provider: bool = Field(
-        False, description="The process provider runs agents unisolated; it must be chosen on purpose."
+        False, description="The process provider runs agents unisolated: opt in on purpose."
     )
-    max_concurrent_runs: int = Field(0, description="Sandboxes per worker; 0 = what the machine holds.")
+    max_concurrent_runs: int = Field(0, description="Sandboxes per worker; 0 = cores + 1.")
     max_concurrent_collect: int = Field(2, description="Collect activities per worker (large I/O).")
     max_concurrent_score: int = Field(4, description="Score activities per worker.")
     poll_interval_s: float = Field(1.0, description="How often execute polls /out/.state.json.")
@@ -41,7 +41,9 @@ class Settings(BaseSettings):
         30, description="A stage whose worker stops heartbeating this long is retried elsewhere."
     )
     experiment_parallelism: int = Field(
-        500, description="RunWorkflows an experiment keeps in flight at once (<= ~1,000)."
+        0,
+        description="RunWorkflows an experiment keeps in flight (<= ~1,000); 0 = twice the "
+        "worker's sandbox slots for on-machine providers, 500 for cloud providers.",
     )
 
     # Secrets: Vault -> provider secret groups (infra/secrets, docs/secrets.md).
@@ -165,6 +167,14 @@ class Settings(BaseSettings):
     def secrets_dir(self) -> Path:
         """The local secret store (mode 0700), readable only by the service."""
         return self.data_dir / "secrets"
+
+    @property
+    def resolved_experiment_parallelism(self) -> int:
+        """Runs in flight per experiment. On one machine, more than the worker can run only
+        creates idle sandboxes, so the default is two per slot (one running, one ready)."""
+        if self.experiment_parallelism > 0:
+            return self.experiment_parallelism
+        return 500 if self.provider == "modal" else 2 * self.worker_run_slots
 
     @property
     def worker_run_slots(self) -> int:

@@ -52,7 +52,7 @@ async def start_experiment(
     job = ExperimentInput(
         spec=spec,
         queues=stage_queues(settings),
-        max_parallel=max_parallel or settings.experiment_parallelism,
+        max_parallel=max_parallel or settings.resolved_experiment_parallelism,
         reporter=reporter,
         only_failed=only_failed,
     )

@@ -1,0 +1,32 @@
+"""Settings that derive values: what the engine uses when a value is left at its default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workflows.settings import Settings
+
+
+def test_experiment_parallelism_defaults_to_what_the_machine_holds() -> None:
+    local = Settings(provider="local", max_concurrent_runs=3)
+    assert local.resolved_experiment_parallelism == 6
+    assert Settings(provider="modal").resolved_experiment_parallelism == 500
+    explicit = Settings(provider="local", experiment_parallelism=40)
+    assert explicit.resolved_experiment_parallelism == 40
+
+
+def test_sqlite_in_the_data_dir_unless_a_database_url_is_set(tmp_path: Path) -> None:
+    default = Settings(data_dir=tmp_path)
+    assert default.resolved_database_url == f"sqlite:///{(tmp_path / 'evalbot.db').resolve()}"
+    postgres = Settings(data_dir=tmp_path, database_url="postgresql://u@h/db")
+    assert postgres.resolved_database_url == "postgresql://u@h/db"
+
+
+def test_environment_variables_configure_everything(monkeypatch: object) -> None:
+    import pytest
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    monkeypatch.setenv("EVALBOT_PROVIDER", "process")
+    monkeypatch.setenv("EVALBOT_TEMPORAL_ADDRESS", "temporal:7233")
+    settings = Settings()
+    assert (settings.provider, settings.temporal_address) == ("process", "temporal:7233")
