@@ -17,8 +17,8 @@ from workflows.catalog.models import (
 __all__ = [
     "AgentRepoConfig",
     "ArmSpec",
-    "CatalogError",
     "Case",
+    "CatalogError",
     "CellRef",
     "Criterion",
     "Dataset",

@@ -79,7 +79,9 @@ def _check_world_paths(manifest: Path, world: World) -> None:
     for field in ("database", "permissions"):
         relative = getattr(world, field)
         if relative is not None and not (world.path / relative).is_file():
-            raise CatalogError(manifest, field, f"expected an existing file, '{relative}' is missing")
+            raise CatalogError(
+                manifest, field, f"expected an existing file, '{relative}' is missing"
+            )
 
 
 def load_dataset(root: Path, name: str) -> Dataset:
@@ -92,7 +94,9 @@ def load_dataset(root: Path, name: str) -> Dataset:
     data.setdefault("name", name)
     cases = [_load_case(case_dir, default_world) for case_dir in _case_dirs(folder)]
     if not cases:
-        raise CatalogError(folder / "cases", None, "expected at least one case folder with case.toml")
+        raise CatalogError(
+            folder / "cases", None, "expected at least one case folder with case.toml"
+        )
     return _validate(Dataset, manifest, {**data, "cases": cases})
 
 

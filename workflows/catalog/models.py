@@ -109,7 +109,9 @@ class World(BaseModel):
     path: Path
     version: str
     database: str | None = Field(None, description="World-relative path of the SQLite database.")
-    permissions: str | None = Field(None, description="World-relative path of the permissions file.")
+    permissions: str | None = Field(
+        None, description="World-relative path of the permissions file."
+    )
     acting_user: str | None = None
 
 
