@@ -45,6 +45,41 @@ class Settings(BaseSettings):
         description="RunWorkflows an experiment keeps in flight (<= ~1,000); 0 = twice the "
         "worker's sandbox slots for on-machine providers, 500 for cloud providers.",
     )
+    provision_task_queue: str = Field(
+        "evalbot-provision",
+        description="Queue of `provision` for remote providers (Modal), rate-limited server-side.",
+    )
+    provision_rate_per_s: float = Field(
+        5.0, ge=0, description="Provisions started per second across all workers; 0 = no cap."
+    )
+    max_concurrent_provision: int = Field(
+        100, ge=1, description="Provision activities per worker (sandboxes starting at once)."
+    )
+
+    # Modal provider (workflows/providers/modal.py, docs/modal.md).
+    modal_app_name: str = Field("evalbot", description="Modal App the sandboxes belong to.")
+    modal_runtime: Literal["gvisor", "vm"] | None = Field(
+        None, description="Sandbox runtime; vm for agents that run Docker inside. Unset = Modal's."
+    )
+    modal_base_image: str = Field(
+        "", description="Image builds start from: im-... id or published name; unset = debian_slim."
+    )
+    modal_creates_per_s: float = Field(
+        5.0, ge=0, description="Sandbox creations per second from one worker; 0 = no cap."
+    )
+    modal_max_starting: int = Field(
+        100, ge=0, description="Sandboxes starting at once per worker; 0 = no cap."
+    )
+    modal_create_attempts: int = Field(
+        8, ge=1, description="Tries of a creation Modal refuses (rate limit, quota)."
+    )
+    modal_timeout_margin_s: int = Field(
+        3600, ge=60, description="Sandbox lifetime beyond the run's timeout (collect, retries)."
+    )
+    sandbox_prices: dict[str, dict[str, float]] = Field(
+        default_factory=lambda: {"modal": {"cpu_core_s": 0.00003942, "memory_gib_s": 0.00000672}},
+        description="USD per billed CPU core-second and GiB-second, by provider (JSON).",
+    )
 
     # Secrets: Vault -> provider secret groups (infra/secrets, docs/secrets.md).
     vault_addr: str | None = Field(None, description="Vault/OpenBao URL, e.g. https://vault:8200.")

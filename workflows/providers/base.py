@@ -114,6 +114,9 @@ class SandboxSpec:
     env: dict[str, str] = field(default_factory=dict)
     allow_domains: tuple[str, ...] = ()
     labels: dict[str, str] = field(default_factory=dict)
+    # Named secret groups for providers that hold the values themselves (injects_secret_groups,
+    # e.g. Modal Secrets); other providers get the values resolved into `env` instead.
+    secret_groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,11 @@ class ResourceUsage:
     oom_killed: bool = False  # the memory limit killed a process
     pids_limit_hit: bool = False  # a fork was refused by the process limit
     disk_limit_hit: bool = False  # /out + /world reached limits.disk_mb (writes failed: ENOSPC)
+    # What a metered provider bills (0 where nothing is billed): how long the sandbox has existed,
+    # the CPU core-seconds billed (the greater of used and reserved), memory MiB held x seconds.
+    sandbox_seconds: float = 0.0
+    billed_cpu_seconds: float = 0.0
+    memory_mb_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -184,6 +192,9 @@ class SandboxProvider(abc.ABC):
     # them as local activities, saving two task round trips per run. Remote providers (Modal) keep
     # them as regular activities on a rate-limited queue.
     quick_provision: bool = False
+    # True when the provider injects SandboxSpec.secret_groups itself (Modal Secrets); the engine
+    # then passes group names, not values.
+    injects_secret_groups: bool = False
 
     @abc.abstractmethod
     async def create(self, spec: SandboxSpec) -> Sandbox: ...
