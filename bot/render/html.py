@@ -1,5 +1,5 @@
 """The report as a standalone HTML page (jinja2 with autoescaping): the same data as the comment,
-with every list in full, for the dashboard and `--html`."""
+with every list in full, for the dashboard."""
 
 from __future__ import annotations
 
