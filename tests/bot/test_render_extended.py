@@ -160,3 +160,15 @@ def test_html_is_a_page_with_the_same_numbers_and_json_round_trips() -> None:
     row = report.comparisons[0].rows[1]
     assert f"{row.delta:+.2f}".replace("-", "−") in page
     assert ExperimentReport.model_validate_json(render_json(report)) == report
+
+
+def test_a_row_whose_intervals_disagree_is_marked() -> None:
+    report = regressing_report()
+    comparison = report.comparisons[0]
+    rows = [comparison.rows[0], comparison.rows[1].model_copy(update={"intervals_disagree": True})]
+    flagged = report.model_copy(
+        update={"comparisons": [comparison.model_copy(update={"rows": rows})]}
+    )
+    diff = parse(render_markdown(flagged)).tables[0]
+    assert diff[2][3].endswith(" ⚠️") and not diff[1][3].endswith("⚠️")
+    assert "they disagree about 0" in render_markdown(flagged)

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from pydantic import SecretStr
 
+from tests.conftest import FIXTURES
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.workflows.store.builders import make_result, make_spec
 from workflows.catalog.models import Case, Criterion, GraderKind, Rubric
 from workflows.records import RunStatus
-from workflows.scoring import JudgeUnavailable, grade_case, validate_rubric
+from workflows.scoring import JudgeUnavailable, RubricError, grade_case, validate_rubric
 from workflows.scoring.llm_judge import JudgeConfig, LlmJudge
 from workflows.scoring.rubric_hash import criterion_hash, rubric_hashes
+from workflows.settings import Settings
 from workflows.store import Store
 
 from .support import RunDir
@@ -120,3 +123,30 @@ def test_the_store_keeps_judge_records_and_rubric_hashes(
     assert loaded is not None
     assert loaded.criteria == criteria
     assert loaded.criteria[1].judge is not None and loaded.criteria[1].judge.samples == 3
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (JudgeUnavailable("HTTP 503"), "judge unavailable: HTTP 503"),
+        (RubricError("sale-plans", "tone", "bad params"), "rubric error: case 'sale-plans'"),
+        (RuntimeError("boom"), "grading failed: boom"),
+    ],
+)
+async def test_the_score_stage_tells_judge_errors_from_rubric_errors(
+    tmp_path: Path, error: Exception, reason: str
+) -> None:
+    from workflows.engine.activities import RunActivities
+
+    def grader(*args: object) -> list[object]:
+        raise error
+
+    settings = Settings(data_dir=tmp_path, catalog_root=FIXTURES / "catalog")
+    stage = RunActivities(settings, provider=None, store=None, grader=grader)  # type: ignore[arg-type]
+    job = SimpleNamespace(
+        run=SimpleNamespace(dataset="tiny", cell=SimpleNamespace(case_id="sale-plans")),
+        collect=SimpleNamespace(outputs_ref=str(tmp_path)),
+    )
+    criteria, status, message = await stage._grade(job)  # type: ignore[arg-type]
+    assert (criteria, status) == ((), RunStatus.JUDGE_ERROR)
+    assert message.startswith(reason)
