@@ -150,12 +150,19 @@ class ImageBuilder:
             return str(folder / "repo")
         async with file_lock(folder.with_name(f"{sha}.lock")):
             if not (folder / "ready").is_file():
-                await self._build(source, sha, setup, folder, run)
+                await self.build_clean(source, sha, setup, folder, run)
         return str(folder / "repo")
 
-    async def _build(
-        self, source: Path, sha: str, setup: str, folder: Path, run: SetupRunner
+    async def build_clean(
+        self,
+        source: Path,
+        sha: str,
+        setup: str,
+        folder: Path,
+        run: SetupRunner,
+        describe: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
+        """Clone `sha` into `folder`/repo, run `setup` there, write `ready` (plus `describe()`)."""
         await asyncio.to_thread(shutil.rmtree, folder, ignore_errors=True)  # a half-built leftover
         folder.mkdir(parents=True)
         await checkout(source, sha, folder / "repo")
@@ -167,5 +174,20 @@ class ImageBuilder:
             if failure:
                 raise SandboxCreateError(f"building {sha[:12]} failed: {failure}")
         await asyncio.to_thread(make_readable, folder / "repo")
-        record = {"source": str(source), "commit": sha, "setup": setup, "built_at": time.time()}
-        (folder / "ready").write_text(json.dumps(record))
+        write_ready(folder, source, sha, setup, describe() if describe else None)
+
+
+def write_ready(
+    folder: Path, source: Path, sha: str, setup: str, extra: dict[str, Any] | None = None
+) -> None:
+    record = {"source": str(source), "commit": sha, "setup": setup, "built_at": time.time()}
+    (folder / "ready").write_text(json.dumps(record | (extra or {})))
+
+
+def read_ready(folder: Path) -> dict[str, Any] | None:
+    """The `ready` record of a built image folder; None if it is not (completely) built."""
+    try:
+        record = json.loads((folder / "ready").read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None

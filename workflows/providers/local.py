@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import secrets
 import shutil
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from workflows.providers import egress, seccomp
 from workflows.providers.base import (
     ExecResult,
+    PrewarmedImage,
     ProviderRefused,
     ResourceLimits,
     ResourceUsage,
@@ -43,7 +45,7 @@ from workflows.providers.disk import (
 )
 from workflows.providers.egress_proxy import EgressProxy
 from workflows.providers.folder import FolderSandbox, read_state
-from workflows.providers.images import ImageBuilder
+from workflows.providers.images import ImageBuilder, read_ready
 from workflows.providers.launch import joined, launch_detached, run_bounded, wait_ready
 from workflows.providers.layout import (
     Layout,
@@ -58,6 +60,11 @@ from workflows.providers.layout import (
     write_case_files,
     write_meta,
 )
+from workflows.providers.prewarm import Prewarmer
+from workflows.providers.prewarm_label import image_path
+from workflows.providers.prewarm_layers import ensure_mounted
+from workflows.providers.prewarm_reset import ResetBuilder
+from workflows.providers.prewarm_snapshots import SnapshotIndex
 from workflows.providers.procs import start_time
 from workflows.providers.slots import UidSlots
 
@@ -272,10 +279,16 @@ class LocalProvider(SandboxProvider):
         start_timeout_s: float = 30,
         build_allow_domains: Sequence[str] = (),
         egress_resolve: Mapping[str, str] | None = None,
+        cow: str = "auto",
     ) -> None:
         self.sandbox_dir = sandbox_dir.absolute()
         self.disk_dir = self.sandbox_dir / ".disks"
         self.images = ImageBuilder(image_dir.absolute())
+        self.snapshots = SnapshotIndex(self.images.image_dir / "prewarmed")
+        self.prewarmer = Prewarmer(self.images, self.snapshots)
+        self.resets = ResetBuilder(
+            self.images, self.snapshots, owner=(uid_base - 1, uid_base - 1), cow=cow
+        )
         self.slots = UidSlots(self.sandbox_dir / ".uids", uid_base, uid_count)
         self.build_uid = uid_base - 1
         self.build_env = dict(build_env or {})
@@ -299,10 +312,7 @@ class LocalProvider(SandboxProvider):
 
     async def create(self, spec: SandboxSpec) -> LocalSandbox:
         self.check_host()
-        if not Path(spec.image).is_dir():
-            raise SandboxCreateError(
-                f"image {spec.image} is not a built checkout (see build_image)"
-            )
+        spec = dataclasses.replace(spec, image=await self._ready_image(spec.image))
         sandbox_id = new_sandbox_id(spec.run_id)
         uid = self.slots.claim(sandbox_id)
         meta = {"id": sandbox_id, "provider": self.name, "uid": uid, "created_at": time.time()}
@@ -349,12 +359,51 @@ class LocalProvider(SandboxProvider):
     # -- images ---------------------------------------------------------------------------------
 
     async def build_image(self, source_repo: Path, commit: str, setup: str) -> str:
+        """From the newest prewarmed ancestor when there is one (prewarm_reset.py)."""
         self.check_host()
-        return await self.images.build(source_repo, commit, setup, self._run_setup)
+        return await self.resets.build(
+            source_repo, commit, setup, self._run_setup, self._run_in_place
+        )
 
-    async def _run_setup(self, repo: Path, build_dir: Path, setup: str) -> dict[str, Any]:
+    async def prewarm(self, source_repo: Path, commit: str, setup: str) -> PrewarmedImage:
+        self.check_host()
+        return await self.prewarmer.prewarm(source_repo, commit, setup, self._run_setup)
+
+    async def discard_prewarmed(
+        self, source_repo: Path, reference: str, *, protect: Collection[str] = ()
+    ) -> None:
+        live = await asyncio.to_thread(self.live_images)
+        await self.prewarmer.discard(reference, protect=protect, live=live)
+
+    def live_images(self) -> set[str]:
+        """Images bound into the sandboxes that exist now."""
+        found = set()
+        for folder in self.sandbox_dir.iterdir() if self.sandbox_dir.is_dir() else ():
+            with contextlib.suppress(SandboxError):
+                if not folder.name.startswith(".") and (folder / "meta.json").is_file():
+                    found.add(str(read_meta(Layout(folder)).get("image")))
+        return found
+
+    async def _ready_image(self, reference: str) -> str:
+        """The image folder of a reference (without its origin label), mounted if need be."""
+        image = Path(image_path(reference))
+        record = await asyncio.to_thread(read_ready, image.parent)
+        if record is not None and not await ensure_mounted(image.parent, record):
+            raise SandboxCreateError(f"image {image} lost its prewarmed base; build it again")
+        if not image.is_dir():
+            raise SandboxCreateError(f"image {image} is not a built checkout (see build_image)")
+        return str(image)
+
+    async def _run_in_place(self, repo: Path, build_dir: Path, setup: str) -> dict[str, Any]:
+        """A reset's incremental step: the tree's ownership is already right (prewarm_reset)."""
+        return await self._run_setup(repo, build_dir, setup, own_tree=False)
+
+    async def _run_setup(
+        self, repo: Path, build_dir: Path, setup: str, *, own_tree: bool = True
+    ) -> dict[str, Any]:
         uid = self.build_uid
-        await asyncio.to_thread(chown_tree, repo, uid, uid)
+        if own_tree:
+            await asyncio.to_thread(chown_tree, repo, uid, uid)
         os.chown(build_dir, uid, uid)
         write_etc(build_dir.parent / "etc", uid, uid)
         cgroups = CgroupSet(f"evalbot/build-{secrets.token_hex(6)}", self.cgroup_root)
