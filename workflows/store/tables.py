@@ -130,3 +130,4 @@ criterion_scores = metadata.tables["criterion_scores"]
 webhook_deliveries = metadata.tables["webhook_deliveries"]
 
 import workflows.store.secret_syncs  # noqa: E402, F401  (registers the secret_syncs table)
+from workflows.store import prewarmed_images  # noqa: E402, F401  (registers its table)

@@ -15,7 +15,10 @@ from workflows.store.engine import parse_url
 from workflows.store.tables import metadata
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-TABLES = {"experiments", "arms", "runs", "criterion_scores", "webhook_deliveries", "secret_syncs"}
+TABLES = {
+    "experiments", "arms", "runs", "criterion_scores", "webhook_deliveries", "secret_syncs",
+    "prewarmed_images",
+}  # fmt: skip
 
 
 def _table_names(store_url: str) -> set[str]:
