@@ -22,6 +22,7 @@ import json
 import multiprocessing as mp
 import os
 import platform
+import resource
 import sys
 import tempfile
 import time
@@ -56,8 +57,9 @@ def run_github(ready: Any, stop: Any, pulls: int) -> None:
         comments.append(fake.add_comment(REPO, number, "/eval tiny --trials 1", "Codertocat")["id"])
     fake.set_permission(REPO, "Codertocat", "write")
     ready.send(((fake.base_url, fake.app_private_key, fake.app_id), comments))
+    cpu_before = _cpu_s()
     stop.wait()
-    ready.send(len(fake.calls))
+    ready.send((len(fake.calls), _cpu_s() - cpu_before))
 
 
 def run_bot(ready: Any, stop: Any, github: tuple[str, str, int], data_dir: str) -> None:
@@ -96,11 +98,19 @@ def run_bot(ready: Any, stop: Any, github: tuple[str, str, int], data_dir: str) 
     while not server.started:
         time.sleep(0.01)
     ready.send(port)
+    cpu_before = _cpu_s()
     stop.wait()
+    cpu = _cpu_s() - cpu_before
     ready.send({"started": len(launcher.start_calls), "experiments": len(launcher.experiments),
-                "deliveries": _count_deliveries(store)})  # fmt: skip
+                "deliveries": _count_deliveries(store), "cpu_s": cpu})  # fmt: skip
     server.should_exit = True
     thread.join(timeout=10)
+
+
+def _cpu_s() -> float:
+    """CPU seconds (user + system) this process has used: independent of other load."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _count_deliveries(store: Any) -> int:
@@ -322,15 +332,23 @@ def main() -> None:
         bot = ctx.Process(target=run_bot, args=(bot_child, stop, where, tmp), daemon=True)
         bot.start()
         port = bot_parent.recv()
-        began = time.perf_counter()
+        began, cpu_before = time.perf_counter(), _cpu_s()
         load = asyncio.run(send_all(port, plan, args.rate, args.connections))
         wall = time.perf_counter() - began - 0.2
+        sender_cpu = _cpu_s() - cpu_before
         stop.set()
         server = bot_parent.recv()
-        github_calls = gh_parent.recv()
+        github_calls, github_cpu = gh_parent.recv()
         bot.join(10)
         github.join(10)
-    lines = [*summary(load, plan, wall, server), f"fake GitHub served {github_calls} API calls"]
+    per = 1e3 / len(plan)
+    lines = [
+        *summary(load, plan, wall, server),
+        f"fake GitHub served {github_calls} API calls",
+        f"CPU per delivery: bot {server['cpu_s'] * per:.2f} ms · fake GitHub "
+        f"{github_cpu * per:.2f} ms · load generator {sender_cpu * per:.2f} ms "
+        f"(load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())})",
+    ]
     print("\n".join(lines))
     if args.record:
         record(lines, args)

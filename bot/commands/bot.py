@@ -19,7 +19,7 @@ from bot.github.client import GitHubClients
 from bot.github.types import PayloadError
 from bot.launcher import TemporalLauncher
 from bot.webhooks.routes import build_router
-from bot.webhooks.routing import Event
+from bot.webhooks.routing import Event, Router
 from workflows.settings import Settings
 from workflows.store import Store
 
@@ -109,14 +109,14 @@ async def _handle_one(
 ) -> list[dict[str, Any]]:
     if not settings.temporal_address:
         raise BotError("EVALBOT_TEMPORAL_ADDRESS is not set; github-event submits to a cluster")
-    router = build_router()
-    if not router.knows(event.name):
-        return [{"action": "ignored", "detail": f"evalbot does not handle {event.name}"}]
-    if event.delivery_id and not store.record_delivery(event.delivery_id, event.name):
-        return [{"action": "duplicate", "delivery": event.delivery_id}]
-    service = build_service(settings, TemporalLauncher(settings, store), clients)
     try:
-        return [asdict(o) for o in await router.dispatch(event, service)]
+        handlers, skipped = build_router().select(event)
+        if not handlers:
+            return [{"action": "ignored", "detail": "; ".join(skipped)}]
+        if event.delivery_id and not store.record_delivery(event.delivery_id, event.name):
+            return [{"action": "duplicate", "delivery": event.delivery_id}]
+        service = build_service(settings, TemporalLauncher(settings, store), clients)
+        return [asdict(o) for o in await Router.run(handlers, event, service)]
     except PayloadError as error:
         raise BotError(str(error)) from None
 

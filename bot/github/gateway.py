@@ -1,6 +1,8 @@
 """The REST calls the bot makes on one repository, through PyGithub, returning plain values.
 
-Everything here is blocking I/O: call it from a worker thread (`asyncio.to_thread`).
+Reads the bot makes on every delivery go through PyGithub's requester directly (same auth, retries
+and errors) and return the JSON: building PyGithub's object graph for a pull request costs more
+than the request. Everything here is blocking I/O: call it from a worker thread.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
+from urllib.parse import quote
 
 from github import Github, GithubException
 
@@ -39,12 +42,13 @@ class RepoGateway:
         self.name = repo
 
     def pull(self, number: int) -> PullInfo:
-        return PullInfo.from_json(self._repo.get_pull(number).raw_data)
+        return PullInfo.from_json(self._request("GET", f"{self._repo.url}/pulls/{number}"))
 
     def permission(self, login: str) -> str | None:
         """The user's permission (admin/maintain/write/triage/read/none); None if unknown."""
+        url = f"{self._repo.url}/collaborators/{quote(login, safe='')}/permission"
         try:
-            return str(self._repo.get_collaborator_permission(login))
+            return str(self._request("GET", url)["permission"])
         except GithubException as error:
             if error.status == 404:  # not a user GitHub knows
                 return None

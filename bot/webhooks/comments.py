@@ -3,6 +3,7 @@ ignored (only `created` is registered)."""
 
 from __future__ import annotations
 
+from bot.grammar import eval_line
 from bot.service import EvalService, Outcome
 from bot.webhooks.payloads import comment_origin, field, is_bot
 from bot.webhooks.routing import Event, Router
@@ -10,12 +11,20 @@ from bot.webhooks.routing import Event, Router
 router = Router()
 
 
-@router.register("issue_comment", action="created")
-async def on_comment_created(event: Event, service: EvalService) -> Outcome:
-    issue = field(event.payload, "issue")
-    if not issue.get("pull_request"):
-        return Outcome("ignored", "comment on an issue, not a pull request")
+def _body(event: Event) -> str:
+    return str(field(event.payload, "comment").get("body") or "")
+
+
+def not_a_command(event: Event) -> str | None:
+    if not field(event.payload, "issue").get("pull_request"):
+        return "comment on an issue, not a pull request"
     if is_bot(event.payload):
-        return Outcome("ignored", "comment by a bot")
-    body = event.payload.get("comment", {}).get("body") or ""
-    return await service.on_comment(comment_origin(event.payload), str(body))
+        return "comment by a bot"
+    if eval_line(_body(event)) is None:
+        return "not an /eval command"
+    return None
+
+
+@router.register("issue_comment", action="created", skip=not_a_command)
+async def on_comment_created(event: Event, service: EvalService) -> Outcome:
+    return await service.on_comment(comment_origin(event.payload), _body(event))

@@ -1,5 +1,6 @@
 """`POST /github/webhook`: size limit (413), signature (401), JSON (400), `ping`, unknown events
-(204), de-duplication, then the routers. It answers as soon as the work is handed off."""
+(204), routing, de-duplication of the deliveries a handler acts on, then the handlers. It answers
+as soon as the work is handed off."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from bot.github.types import PayloadError
 from bot.service import EvalService, Outcome
 from bot.webhooks import signature
 from bot.webhooks.deliveries import DeliveryGate
-from bot.webhooks.routing import Event, Router
+from bot.webhooks.routing import Event, Handler, Router
 
 log = logging.getLogger(__name__)
 PATH = "/github/webhook"
@@ -57,16 +58,23 @@ async def _handle(
         return Response(status_code=204)
     if not delivery:
         return _error(400, "missing X-GitHub-Delivery")
+    event = Event(name, delivery, payload)
+    try:
+        handlers, skipped = router.select(event)
+    except PayloadError as error:
+        return _error(400, str(error))
+    if not handlers:
+        return JSONResponse({"action": "ignored", "detail": "; ".join(skipped)})
     if not await gate.claim(delivery, name):
         return JSONResponse({"action": "duplicate", "delivery": delivery})
-    return await _dispatch(Event(name, delivery, payload), router, service, gate)
+    return await _dispatch(event, handlers, service, gate)
 
 
 async def _dispatch(
-    event: Event, router: Router, service: EvalService, gate: DeliveryGate
+    event: Event, handlers: list[Handler], service: EvalService, gate: DeliveryGate
 ) -> Response:
     try:
-        outcomes = await router.dispatch(event, service)
+        outcomes = await Router.run(handlers, event, service)
     except PayloadError as error:
         return _error(400, str(error))
     except Exception as error:
@@ -77,8 +85,6 @@ async def _dispatch(
 
 
 def _summary(event: Event, outcomes: list[Outcome]) -> dict[str, Any]:
-    if not outcomes:
-        return {"action": "ignored", "detail": f"no handler for {event.name}.{event.action}"}
     if len(outcomes) == 1:
         return asdict(outcomes[0])
     return {"action": "multiple", "outcomes": [asdict(o) for o in outcomes]}

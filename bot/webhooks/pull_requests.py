@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from bot.github.types import PullInfo
-from bot.service import EvalService, Outcome
+from bot.service import EVAL_LABEL_PREFIX, EvalService, Outcome
+from bot.trust import APPROVAL_LABEL
 from bot.webhooks.payloads import field, sender_origin
 from bot.webhooks.routing import Event, Router
 
@@ -14,7 +15,14 @@ def _pull(event: Event) -> PullInfo:
     return PullInfo.from_json(field(event.payload, "pull_request"))
 
 
-@router.register("pull_request", action="labeled")
+def not_our_label(event: Event) -> str | None:
+    label = str(field(event.payload, "label", "name"))
+    if label == APPROVAL_LABEL or label.startswith(EVAL_LABEL_PREFIX):
+        return None
+    return f"label '{label}' is not for evalbot"
+
+
+@router.register("pull_request", action="labeled", skip=not_our_label)
 async def on_labeled(event: Event, service: EvalService) -> Outcome:
     pull = _pull(event)
     label = str(field(event.payload, "label", "name"))

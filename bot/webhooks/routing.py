@@ -30,32 +30,52 @@ class Event:
 
 
 Handler = Callable[[Event, EvalService], Awaitable[Outcome]]
+Skip = Callable[[Event], str | None]  # why this delivery is not for the handler, or None
+
+
+def never(event: Event) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Route:
+    handler: Handler
+    skip: Skip
 
 
 class Router:
-    """Handlers by (event, action); `action=None` matches every action of the event."""
+    """Handlers by (event, action); `action=None` matches every action of the event. A route's
+    `skip` looks at the payload alone (no I/O) so irrelevant deliveries cost no database write."""
 
     def __init__(self, *others: Router) -> None:
-        self._handlers: dict[tuple[str, str | None], list[Handler]] = {}
+        self._routes: dict[tuple[str, str | None], list[Route]] = {}
         for other in others:
-            for key, handlers in other._handlers.items():
-                self._handlers.setdefault(key, []).extend(handlers)
+            for key, routes in other._routes.items():
+                self._routes.setdefault(key, []).extend(routes)
 
-    def register(self, event: str, *, action: str | None = None) -> Callable[[Handler], Handler]:
+    def register(
+        self, event: str, *, action: str | None = None, skip: Skip = never
+    ) -> Callable[[Handler], Handler]:
         def add(handler: Handler) -> Handler:
-            self._handlers.setdefault((event, action), []).append(handler)
+            self._routes.setdefault((event, action), []).append(Route(handler, skip))
             return handler
 
         return add
 
     def knows(self, event: str) -> bool:
-        return any(name == event for name, _ in self._handlers)
+        return any(name == event for name, _ in self._routes)
 
-    def handlers(self, event: Event) -> list[Handler]:
-        return self._handlers.get((event.name, None), []) + self._handlers.get(
+    def select(self, event: Event) -> tuple[list[Handler], list[str]]:
+        """The handlers this delivery is for, and why the other matching ones skip it."""
+        routes = self._routes.get((event.name, None), []) + self._routes.get(
             (event.name, event.action), []
         )
+        if not routes:
+            return [], [f"evalbot does not act on {event.name}.{event.action}"]
+        verdicts = [(route.handler, route.skip(event)) for route in routes]
+        return [h for h, why in verdicts if why is None], [why for _, why in verdicts if why]
 
-    async def dispatch(self, event: Event, service: EvalService) -> list[Outcome]:
-        """Run every matching handler in registration order."""
-        return [await handler(event, service) for handler in self.handlers(event)]
+    @staticmethod
+    async def run(handlers: list[Handler], event: Event, service: EvalService) -> list[Outcome]:
+        """Run the selected handlers in registration order."""
+        return [await handler(event, service) for handler in handlers]

@@ -239,3 +239,13 @@ def test_a_failed_reaction_does_not_fail_a_started_request(
     response = sender.deliver("issue_comment", payload)
     assert response.status_code == 200 and response.json()["action"] == "started"
     assert github.calls_to("POST", r"/reactions$")[0].status == 404
+
+
+def test_irrelevant_deliveries_are_not_recorded(
+    sender: Sender, github: FakeGitHub, store: Any
+) -> None:
+    chatter = pr_comment("thanks!")
+    for _ in range(2):
+        response = sender.deliver("issue_comment", chatter, delivery="chatter-1")
+        assert response.json() == {"action": "ignored", "detail": "not an /eval command"}
+    assert store.record_delivery("chatter-1", "issue_comment")  # first time the store sees it
