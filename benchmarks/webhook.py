@@ -285,13 +285,13 @@ def accounting(load: Load, plan: list[Delivery], server: dict[str, int]) -> list
         and not load.failures
         and not wrong
         and started == starts == server["experiments"] == server["started"]
-        and server["deliveries"] == len(plan)
+        and server["deliveries"] == starts  # ignored deliveries are answered, not recorded
     )
     return [
         f"accounted for: {len(load.outcomes)}/{len(plan)} answered, {len(wrong)} non-200, "
         f"{len(load.failures)} transport errors; {started}/{starts} started (launcher saw "
         f"{server['started']} hand-offs, {server['experiments']} experiments); "
-        f"{server['deliveries']} delivery ids recorded; mix {expected}",
+        f"{server['deliveries']} delivery ids recorded (the {starts} acted on); mix {expected}",
         "EVERY DELIVERY ACCOUNTED FOR" if complete else "MISSING OR WRONG DELIVERIES",
     ]
 
