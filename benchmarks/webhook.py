@@ -7,7 +7,7 @@ PRs (read the PR, plan, hand off, react), 20% `eval:tiny` labels (permission che
 off), 40% chatter the bot ignores (non-/eval comments and unlabelled pushes). Latency is measured
 from each delivery's scheduled send time (no coordinated omission) to the response. At the end the
 server reports what it saw, and every delivery must be accounted for: one response each, one
-recorded delivery id each, one experiment per started request.
+recorded delivery id per delivery acted on, one experiment per started request.
 
     .venv/bin/python benchmarks/webhook.py [--rate 200 --seconds 10] [--record]
 
