@@ -34,7 +34,14 @@ from bot.grammar import (
 from bot.identity import parse_experiment_id, pr_prefix
 from bot.launcher import Launcher, LaunchError
 from bot.planning import LimitError, Planner
-from bot.trust import APPROVAL_LABEL, Verdict, actor_verdict, fork_verdict
+from bot.trust import (
+    ALLOWED,
+    APPROVAL_LABEL,
+    TRUSTED_ASSOCIATIONS,
+    Verdict,
+    actor_verdict,
+    fork_verdict,
+)
 from workflows.catalog.errors import CatalogError, UnknownNameError
 from workflows.engine.planning import PlanError
 from workflows.settings import Settings
@@ -291,6 +298,8 @@ class EvalService:
 
     async def _actor_verdict(self, gw: RepoGateway, origin: Origin) -> Verdict:
         """Write access needed; the permission API is asked only when the association says no."""
+        if (origin.association or "").upper() in TRUSTED_ASSOCIATIONS:
+            return ALLOWED  # settled by the payload: no thread, no request
         return await _io(actor_verdict, origin.actor, origin.association, gw.permission)
 
     async def _fork_verdict(self, gw: RepoGateway, pull: PullInfo) -> Verdict:
