@@ -5,6 +5,7 @@ Text is extracted here with python-docx and pypdf, independently of the sample a
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sqlite3
 import tomllib
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from datetime import date
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from docx import Document as DocxDocument
@@ -217,15 +219,22 @@ def test_world_version_is_stable_across_loads(world: World) -> None:
     assert load_world(REPO_ROOT, "acme-acquisition").version == world.version
 
 
-def test_generated_binaries_match_their_generators(tmp_path: Path) -> None:
-    """The committed database is exactly what tools/generate/acme_db.py writes."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "acme_db", REPO_ROOT / "tools" / "generate" / "acme_db.py"
-    )
+def _load_tool(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "tools" / "generate" / name)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    rebuilt = module.build(tmp_path / "matter.sqlite")
+    return module
+
+
+def test_committed_database_is_what_its_generator_writes(tmp_path: Path) -> None:
+    rebuilt = _load_tool("acme_db.py").build(tmp_path / "matter.sqlite")
     assert rebuilt.read_bytes() == (WORLD / "db/matter.sqlite").read_bytes()
+
+
+def test_committed_binary_documents_are_what_their_generator_writes(tmp_path: Path) -> None:
+    written = _load_tool("acme_documents.py").write_all(tmp_path)
+    assert len(written) >= 7
+    for path in written:
+        relative = path.relative_to(tmp_path)
+        assert path.read_bytes() == (WORLD / relative).read_bytes(), relative

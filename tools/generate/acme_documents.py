@@ -159,17 +159,24 @@ def write_exhibit(target: Path) -> None:
     scan.save(target, format="PNG", optimize=True)
 
 
-def main() -> None:
+def write_all(world: Path = WORLD) -> list[Path]:
+    """Write every binary document of the world under `world`; returns the paths written."""
+    written = []
     for name, relative in TARGETS.items():
-        target = WORLD / relative
+        target = world / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         writer = write_docx if target.suffix == ".docx" else write_pdf
         writer(SOURCES / name, target)
-        print(target.relative_to(ROOT))
-    exhibit = WORLD / EXHIBIT
+        written.append(target)
+    exhibit = world / EXHIBIT
     exhibit.parent.mkdir(parents=True, exist_ok=True)
     write_exhibit(exhibit)
-    print(exhibit.relative_to(ROOT))
+    return [*written, exhibit]
+
+
+def main() -> None:
+    for path in write_all():
+        print(path.relative_to(ROOT))
 
 
 if __name__ == "__main__":
