@@ -26,7 +26,13 @@ def _local(settings: Settings) -> SandboxProvider:
     from workflows.providers.local import LocalProvider
 
     build_env = {name: os.environ[name] for name in BUILD_ENV_NAMES if name in os.environ}
-    return LocalProvider(settings.sandbox_dir, settings.image_dir, build_env=build_env)
+    return LocalProvider(
+        settings.sandbox_dir,
+        settings.image_dir,
+        build_env=build_env,
+        build_allow_domains=settings.build_allow_domains,
+        warm_pool_size=settings.warm_pool_size,
+    )
 
 
 def _process(settings: Settings) -> SandboxProvider:
@@ -41,7 +47,13 @@ def _process(settings: Settings) -> SandboxProvider:
     )
 
 
-PROVIDERS: dict[str, ProviderFactory] = {"local": _local, "process": _process}
+def _modal(settings: Settings) -> SandboxProvider:
+    from workflows.providers.modal import ModalProvider
+
+    return ModalProvider.from_settings(settings)
+
+
+PROVIDERS: dict[str, ProviderFactory] = {"local": _local, "process": _process, "modal": _modal}
 
 
 def register_provider(name: str, factory: ProviderFactory) -> None:

@@ -43,12 +43,29 @@ def _process(base: Path) -> ProviderFactory:
     return lambda: ProcessProvider(base / "sandboxes", base / "images", allowed=True)
 
 
-KIT_MAKERS: dict[str, KitMaker] = {"local": _local, "process": _process}
+def _modal_fake(base: Path) -> ProviderFactory:
+    """The `modal` provider against tests/fakes/modal_fake.py (real local containers)."""
+    from tests.fakes.modal_fake import FakeModal
+    from workflows.providers.modal import ModalConfig, ModalProvider
+
+    def make() -> SandboxProvider:
+        cloud = FakeModal(base / "modal-cloud", start_latency_s=0.05)
+        config = ModalConfig(app_name="evalbot-tests", spool_dir=base / "spool")
+        return ModalProvider(cloud, config)
+
+    return make
+
+
+KIT_MAKERS: dict[str, KitMaker] = {"local": _local, "process": _process, "modal-fake": _modal_fake}
 
 
 def skip_reason(name: str) -> str | None:
     if name == "local":
         return host_problem(CGROUP_ROOT)
+    if name == "modal-fake":
+        from tests.fakes.modal_fake import host_problem as modal_fake_problem
+
+        return modal_fake_problem()
     return None
 
 
