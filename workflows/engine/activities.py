@@ -49,6 +49,7 @@ from workflows.providers.base import (
     SandboxFileError,
     SandboxNotFound,
     SandboxProvider,
+    SandboxRateLimited,
     SandboxSpec,
 )
 from workflows.records import CriterionScore, RunResult, RunStatus, weighted_score
@@ -161,6 +162,7 @@ class RunActivities:
             env=self._secret_env(tuple(arm.secrets), run),
             allow_domains=tuple(arm.allow_domains),
             labels={"experiment": run.cell.experiment_id, "run": run.cell.run_id},
+            secret_groups=self._secret_groups(tuple(arm.secrets), run),
         )
         sandbox = await self._create(spec)
         return ProvisionResult(
@@ -187,7 +189,8 @@ class RunActivities:
             return await self.provider.create(spec)
         except SandboxError as error:
             message = f"sandbox creation failed: {error}"
-            raise ApplicationError(message, type="SandboxError") from None
+            kind = "SandboxRateLimited" if isinstance(error, SandboxRateLimited) else "SandboxError"
+            raise ApplicationError(message, type=kind) from None
 
     @staticmethod
     def _case_json(run: RunInput, case: Case) -> bytes:
@@ -202,8 +205,15 @@ class RunActivities:
         }
         return json.dumps(payload, indent=2).encode()
 
+    def _secret_groups(self, groups: tuple[str, ...], run: RunInput) -> tuple[str, ...]:
+        """Providers holding the secrets themselves (Modal) get the group names; runs of
+        unapproved fork PRs get none."""
+        if not self.provider.injects_secret_groups or not run.secrets_approved:
+            return ()
+        return groups
+
     def _secret_env(self, groups: tuple[str, ...], run: RunInput) -> dict[str, str]:
-        if not groups or self.secrets is None:
+        if not groups or self.secrets is None or self.provider.injects_secret_groups:
             return {}
         try:
             return self.secrets(groups, approved=run.secrets_approved)

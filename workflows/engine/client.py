@@ -26,6 +26,7 @@ def stage_queues(settings: Settings) -> StageQueues:
         collect=settings.collect_task_queue,
         score=settings.score_task_queue,
         heartbeat_timeout_s=settings.heartbeat_timeout_s,
+        provision=settings.provision_task_queue,
     )
 
 

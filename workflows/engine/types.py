@@ -17,6 +17,8 @@ class StageQueues:
     collect: str
     score: str
     heartbeat_timeout_s: int = 30  # how fast a dead worker's stage is noticed and retried
+    # `provision` of remote providers (Modal), rate-limited server-side; "" = the runs queue.
+    provision: str = ""
 
 
 @dataclass

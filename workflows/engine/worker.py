@@ -63,6 +63,8 @@ def build_workers(
                 max_concurrent_activity_task_polls=10,
             )
         )
+    if "runs" in roles and not provider.quick_provision and queues.provision:
+        workers.append(provision_worker(client, settings, queues.provision, runs))
     if "collect" in roles:
         workers.append(
             Worker(
@@ -88,3 +90,17 @@ def build_workers(
             )
         )
     return workers
+
+
+def provision_worker(client: Client, settings: Settings, queue: str, runs: RunActivities) -> Worker:
+    """`provision` for remote providers: Temporal starts at most `provision_rate_per_s` of these
+    per second across every worker of the queue (a server-side limit), and each worker runs at
+    most `max_concurrent_provision` at once (sandboxes starting). See docs/modal.md."""
+    rate = settings.provision_rate_per_s
+    return Worker(
+        client,
+        task_queue=queue,
+        activities=[runs.provision],
+        max_concurrent_activities=settings.max_concurrent_provision,
+        max_task_queue_activities_per_second=rate if rate > 0 else None,
+    )

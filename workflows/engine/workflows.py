@@ -155,10 +155,14 @@ class RunWorkflow:
 
 async def _stage(job: RunInput, name: str, arg: Any, **options: Any) -> Any:
     """Run a sandbox-lifecycle stage as a local activity when the provider is quick, else as a
-    regular activity on the runs queue."""
+    regular activity: `provision` on the rate-limited provision queue (admission control shared by
+    all workers, docs/modal.md), `teardown` on the runs queue."""
     if job.prepared.quick_provision:
         return await workflow.execute_local_activity(name, arg, **options)
-    return await workflow.execute_activity(name, arg, task_queue=job.queues.runs, **options)
+    queue = job.queues.runs
+    if name == "provision" and job.queues.provision:
+        queue = job.queues.provision
+    return await workflow.execute_activity(name, arg, task_queue=queue, **options)
 
 
 @workflow.defn(name="ExperimentWorkflow")
