@@ -52,12 +52,14 @@ def criteria_order(runs: list[RunResult]) -> list[str]:
 
 def score_table(spec: ExperimentSpec, runs: list[RunResult], criteria: list[str]) -> Table:
     """Scores by arm, criterion and case. A case is present for an arm once any of its cells
-    finished, so cases whose trials all errored show up as dropped, not as pending."""
+    finished, so cases whose trials all errored show up as dropped, not as pending — but only
+    under the criteria the case's rubric has (seen in any arm), never under the others."""
     table = Table({a.name: {c: {} for c in [OVERALL_KEY, *criteria]} for a in spec.arms})
+    rubric = case_criteria(runs)
     for run in runs:
         by_criterion = table.scores[run.arm]
-        for values in by_criterion.values():
-            values.setdefault(run.case_id, [])
+        for name in (OVERALL_KEY, *rubric.get(run.case_id, ())):
+            by_criterion[name].setdefault(run.case_id, [])
         if run.status is not RunStatus.SCORED:
             continue
         by_criterion[OVERALL_KEY][run.case_id].append(run_score(run))
@@ -67,6 +69,16 @@ def score_table(spec: ExperimentSpec, runs: list[RunResult], criteria: list[str]
                 key = (run.arm, run.case_id, criterion.name)
                 table.rationales.setdefault(key, []).append((criterion.score, criterion.rationale))
     return table
+
+
+def case_criteria(runs: list[RunResult]) -> dict[str, list[str]]:
+    """case -> the criterion names its rubric has, as seen in any graded run of the case."""
+    found: dict[str, dict[str, None]] = {}
+    for run in runs:
+        names = found.setdefault(run.case_id, {})
+        for criterion in run.criteria:
+            names.setdefault(criterion.name, None)
+    return {case: list(names) for case, names in found.items()}
 
 
 def run_score(run: RunResult) -> float | None:
