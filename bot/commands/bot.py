@@ -60,13 +60,27 @@ def serve_command(settings: Settings, host: str, port: int, workers: bool) -> No
 async def _serve(
     settings: Settings, store: Store, clients: GitHubClients, host: str, port: int, workers: bool
 ) -> None:
+    if settings.temporal_address and not workers:  # the web process alone: no sandboxes here
+        await _serve_app(settings, store, clients, host, port, TemporalLauncher(settings, store))
+        return
     async with composition.session(settings, store, run_workers=workers) as active:
         launcher = TemporalLauncher(settings, store, active.client)
-        app = create_app(settings, launcher, store, github=clients)
-        where = "embedded dev server" if active.embedded else active.address
-        click.echo(f"evalbot serve: http://{host}:{port}/github/webhook (Temporal: {where})")
-        config = uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False)
-        await uvicorn.Server(config).serve()
+        await _serve_app(settings, store, clients, host, port, launcher)
+
+
+async def _serve_app(
+    settings: Settings,
+    store: Store,
+    clients: GitHubClients,
+    host: str,
+    port: int,
+    launcher: TemporalLauncher,
+) -> None:
+    app = create_app(settings, launcher, store, github=clients)
+    where = settings.temporal_address or "embedded dev server, workers in this process"
+    click.echo(f"evalbot serve: http://{host}:{port}/github/webhook (Temporal: {where})")
+    config = uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False)
+    await uvicorn.Server(config).serve()
 
 
 @click.command("github-event")

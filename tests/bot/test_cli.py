@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 
+import httpx
 from click.testing import CliRunner
 from pydantic import SecretStr
 from temporalio.client import Client
 
 from bot.commands.bot import github_event_command, serve_command
-from tests.bot.payloads import HEAD_SHA, NUMBER, REPO, pr_comment
+from tests.bot.conftest import Sender, free_port
+from tests.bot.payloads import NUMBER, REPO, SECRET, load, pr_comment, pull_json
+from tests.conftest import FIXTURES
 from tests.fakes.github_server import FakeGitHub
 from workflows.engine.devserver import DevServer
 from workflows.settings import Settings
@@ -22,6 +30,7 @@ def test_github_event_submits_the_request_to_temporal(
     tmp_path: Path, github: FakeGitHub, bot_settings: Settings, temporal_server: DevServer
 ) -> None:
     github.add_token("ghs_actions", "github-actions[bot]")
+    head = fresh_head(github)
     settings = bot_settings.model_copy(
         update={
             "github_token": SecretStr("ghs_actions"),
@@ -37,7 +46,7 @@ def test_github_event_submits_the_request_to_temporal(
     result = CliRunner().invoke(github_event_command, args, obj=settings)
     assert result.exit_code == 0, result.output
     (outcome,) = json.loads(result.output)
-    experiment_id = f"gh/{REPO}/pr{NUMBER}/tiny/{HEAD_SHA[:12]}"
+    experiment_id = f"gh/{REPO}/pr{NUMBER}/tiny/{head[:12]}"
     assert outcome == {"action": "started", "detail": "", "experiments": [experiment_id]}
     again = CliRunner().invoke(github_event_command, args, obj=settings)
     assert json.loads(again.output) == [{"action": "duplicate", "delivery": "run-1"}]
@@ -49,6 +58,13 @@ def test_github_event_submits_the_request_to_temporal(
         await handle.terminate("test over")
 
     asyncio.run(check_and_clean_up())
+
+
+def fresh_head(github: FakeGitHub) -> str:
+    """A head SHA of this test's own: the Temporal dev server is shared by the session."""
+    head = uuid.uuid4().hex + "0" * 8
+    github.add_pull(pull_json(head_sha=head))
+    return head
 
 
 def test_github_event_errors_are_one_sentence(tmp_path: Path, bot_settings: Settings) -> None:
@@ -67,3 +83,57 @@ def test_serve_refuses_to_start_without_a_webhook_secret(tmp_path: Path) -> None
     result = CliRunner().invoke(serve_command, [], obj=Settings(data_dir=tmp_path))
     assert result.exit_code == 2
     assert "EVALBOT_GITHUB_WEBHOOK_SECRET is not set" in result.output
+
+
+def test_serve_answers_signed_webhooks_and_hands_off_to_temporal(
+    tmp_path: Path, github: FakeGitHub, temporal_server: DevServer
+) -> None:
+    """`evalbot serve` as a real process: settings from the environment, like production."""
+    port, queue = free_port(), f"nobody-listens-{uuid.uuid4().hex[:8]}"
+    fresh_head(github)
+    env = {
+        **os.environ,
+        "EVALBOT_DATA_DIR": str(tmp_path / "evalbot"),
+        "EVALBOT_CATALOG_ROOT": str(FIXTURES / "catalog"),
+        "EVALBOT_GITHUB_WEBHOOK_SECRET": SECRET,
+        "EVALBOT_GITHUB_API_URL": github.base_url,
+        "EVALBOT_GITHUB_APP_ID": str(github.app_id),
+        "EVALBOT_GITHUB_PRIVATE_KEY": github.app_private_key,
+        "EVALBOT_TEMPORAL_ADDRESS": temporal_server.address,
+        "EVALBOT_RUN_TASK_QUEUE": queue,
+    }
+    command = [sys.executable, "-m", "bot", "serve", "--port", str(port)]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            wait_until_up(client, server)
+            sender = Sender(client)
+            assert sender.deliver("ping", load("ping")).json()["action"] == "pong"
+            started = sender.deliver("issue_comment", pr_comment("/eval tiny --trials 1"))
+            assert started.json()["action"] == "started", started.text
+            (experiment_id,) = started.json()["experiments"]
+    finally:
+        server.send_signal(signal.SIGINT)
+        output = server.communicate(timeout=30)[0].decode()
+    assert server.returncode == 0, output
+    assert github.app_private_key not in output and SECRET not in output
+
+    async def check_and_clean_up() -> None:
+        client = await Client.connect(temporal_server.address)
+        handle = client.get_workflow_handle(experiment_id)
+        assert (await handle.describe()).task_queue == queue
+        await handle.terminate("test over")
+
+    asyncio.run(check_and_clean_up())
+
+
+def wait_until_up(client: httpx.Client, server: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert server.poll() is None, server.communicate()[0].decode()
+        try:
+            if client.get("/healthz").status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError("evalbot serve did not come up")
