@@ -3,10 +3,22 @@ launcher is the fake (hand-off only)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
+
 from tests.bot.conftest import Sender
-from tests.bot.payloads import BASE_SHA, HEAD_SHA, NUMBER, REPO, load, pr_comment, pull_json
+from tests.bot.payloads import (
+    BASE_SHA,
+    HEAD_SHA,
+    NUMBER,
+    REPO,
+    SECRET,
+    load,
+    pr_comment,
+    pull_json,
+)
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.launcher import FakeLauncher
 
@@ -249,3 +261,16 @@ def test_irrelevant_deliveries_are_not_recorded(
         response = sender.deliver("issue_comment", chatter, delivery="chatter-1")
         assert response.json() == {"action": "ignored", "detail": "not an /eval command"}
     assert store.record_delivery("chatter-1", "issue_comment")  # first time the store sees it
+
+
+def test_failures_are_logged_without_secrets(
+    sender: Sender, github: FakeGitHub, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    github.fail("GET", r"/pulls/2$", status=502)
+    assert sender.deliver("issue_comment", comment(github, "/eval tiny")).status_code == 503
+    formatter = logging.Formatter()
+    logged = "\n".join(formatter.format(record) for record in caplog.records)
+    assert "failed" in logged and "502" in logged  # the failure itself is logged
+    secrets = [*github.state.tokens, SECRET, github.app_private_key.splitlines()[1]]
+    assert all(secret not in logged for secret in secrets)
