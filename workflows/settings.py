@@ -81,6 +81,19 @@ class Settings(BaseSettings):
         description="USD per billed CPU core-second and GiB-second, by provider (JSON).",
     )
 
+    # Prewarmed images, warm pool, build network (docs/prewarm.md).
+    prewarm_keep: int = Field(
+        3, ge=1, description="Prewarmed images kept per repo (plus those running experiments use)."
+    )
+    warm_pool_size: int = Field(
+        0, ge=0, description="Sandboxes kept created and ready to claim (local provider); 0 = none."
+    )
+    build_allow_domains: list[str] = Field(
+        default_factory=list,
+        description="Hosts builds may reach through the egress proxy (JSON list: the package "
+        "registries and their file hosts, *.suffix allowed); empty = builds have no network.",
+    )
+
     # Secrets: Vault -> provider secret groups (infra/secrets, docs/secrets.md).
     vault_addr: str | None = Field(None, description="Vault/OpenBao URL, e.g. https://vault:8200.")
     vault_auth_method: Literal["token", "approle", "jwt"] = Field(

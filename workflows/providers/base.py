@@ -144,6 +144,7 @@ class PrewarmedImage:
     commit: str
     build_seconds: float
     size_bytes: int | None = None
+    reused: bool = False  # `prewarm` found this commit's image current and built nothing
 
 
 class Sandbox(abc.ABC):
@@ -213,11 +214,14 @@ class SandboxProvider(abc.ABC):
 
     # -- prewarmed images (optional; docs/prewarm.md) -------------------------------------------
 
-    async def prewarm(self, source_repo: Path, commit: str, setup: str) -> PrewarmedImage:
+    async def prewarm(
+        self, source_repo: Path, commit: str, setup: str, *, rebuild: bool = False
+    ) -> PrewarmedImage:
         """Build `commit` with `setup` into a new prewarmed image. Afterwards `build_image` of any
         commit X starts from the newest prewarmed image whose commit is an ancestor of X, checks X
         out on top and runs the repository's `build.incremental` (or `setup` when the dependency
-        manifest changed), instead of building from scratch."""
+        manifest changed), instead of building from scratch. When the newest prewarmed image
+        already is of `commit`, it is marked current and returned (`reused`) unless `rebuild`."""
         raise ProviderRefused(f"the {self.name} provider cannot prewarm images")
 
     async def discard_prewarmed(

@@ -17,7 +17,7 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,7 @@ from workflows.providers.layout import (
 from workflows.providers.prewarm import Prewarmer
 from workflows.providers.prewarm_label import image_path
 from workflows.providers.prewarm_layers import ensure_mounted
+from workflows.providers.prewarm_pool import WarmPool
 from workflows.providers.prewarm_reset import ResetBuilder
 from workflows.providers.prewarm_snapshots import SnapshotIndex
 from workflows.providers.procs import start_time
@@ -280,6 +281,7 @@ class LocalProvider(SandboxProvider):
         build_allow_domains: Sequence[str] = (),
         egress_resolve: Mapping[str, str] | None = None,
         cow: str = "auto",
+        warm_pool_size: int = 0,
     ) -> None:
         self.sandbox_dir = sandbox_dir.absolute()
         self.disk_dir = self.sandbox_dir / ".disks"
@@ -299,6 +301,7 @@ class LocalProvider(SandboxProvider):
         self.build_allow_domains = tuple(build_allow_domains)
         self.egress_resolve = dict(egress_resolve or {})  # pinned names (tests, private mirrors)
         self._host_checked = False
+        self.pool = WarmPool(self, warm_pool_size) if warm_pool_size > 0 else None
 
     def check_host(self) -> None:
         if self._host_checked:
@@ -313,37 +316,49 @@ class LocalProvider(SandboxProvider):
     async def create(self, spec: SandboxSpec) -> LocalSandbox:
         self.check_host()
         spec = dataclasses.replace(spec, image=await self._ready_image(spec.image))
-        sandbox_id = new_sandbox_id(spec.run_id)
+        size_mb = await asyncio.to_thread(disk_mb_for, spec)
+        if self.pool is not None:
+            claimed = await self.pool.claim(spec, size_mb)  # provisioning as a claim
+            if claimed is not None:
+                return claimed
+        sandbox = self.new_sandbox(new_sandbox_id(spec.run_id), spec_to_meta(spec))
+        await self.provision(sandbox, self.make_shell(sandbox, size_mb, spec.limits))
+        await self.provision(sandbox, self.fill(sandbox, spec))
+        return sandbox
+
+    def new_sandbox(self, sandbox_id: str, spec_meta: dict[str, Any]) -> LocalSandbox:
         uid = self.slots.claim(sandbox_id)
         meta = {"id": sandbox_id, "provider": self.name, "uid": uid, "created_at": time.time()}
-        meta |= spec_to_meta(spec) | {"runner": None}
-        sandbox = LocalSandbox(self, sandbox_id, Layout(self.sandbox_dir / sandbox_id), meta)
+        meta |= spec_meta | {"runner": None}
+        return LocalSandbox(self, sandbox_id, Layout(self.sandbox_dir / sandbox_id), meta)
+
+    async def provision(self, sandbox: LocalSandbox, step: Awaitable[None]) -> None:
+        """Run a provisioning step; on failure the sandbox is torn down and the error told."""
         try:
-            await self._provision(sandbox, spec)
+            await step
         except BaseException as error:
             with contextlib.suppress(SandboxError):
                 await asyncio.shield(sandbox.terminate())
             if isinstance(error, OSError):
                 raise SandboxCreateError(f"could not create a sandbox: {error}") from None
             raise
-        return sandbox
 
-    async def _provision(self, sandbox: LocalSandbox, spec: SandboxSpec) -> None:
+    async def make_shell(self, sandbox: LocalSandbox, size_mb: int, limits: ResourceLimits) -> None:
+        """What does not depend on the run: disk, cgroups, uid, /etc, an empty /out."""
         layout, uid = sandbox.layout, sandbox.uid
-        content = (
-            await asyncio.to_thread(tree_size, spec.world_dir) if spec.world_dir.is_dir() else 0
-        )
-        content += sum(len(data) for data in spec.case_files.values())
-        size = disk_size_mb(content, spec.limits.disk_mb)
-        await create_disk(sandbox.disk_image, layout.root, size)
+        await create_disk(sandbox.disk_image, layout.root, size_mb)
         layout.log.touch(mode=0o600)
-        await copy_world(spec.world_dir, layout.world)
-        await asyncio.to_thread(chown_tree, layout.world, uid, uid)
         layout.out.mkdir(mode=0o755)
         os.chown(layout.out, uid, uid)
-        write_case_files(layout.case, spec.case_files)
         write_etc(layout.root / "etc", uid, uid)
-        sandbox.cgroups.create(spec.limits)
+        sandbox.cgroups.create(limits)
+
+    async def fill(self, sandbox: LocalSandbox, spec: SandboxSpec) -> None:
+        """What does: the world, the case files, the metadata."""
+        layout, uid = sandbox.layout, sandbox.uid
+        await copy_world(spec.world_dir, layout.world)
+        await asyncio.to_thread(chown_tree, layout.world, uid, uid)
+        write_case_files(layout.case, spec.case_files)
         write_meta(layout, sandbox.meta)
 
     async def attach(self, sandbox_id: str) -> LocalSandbox:
@@ -365,9 +380,13 @@ class LocalProvider(SandboxProvider):
             source_repo, commit, setup, self._run_setup, self._run_in_place
         )
 
-    async def prewarm(self, source_repo: Path, commit: str, setup: str) -> PrewarmedImage:
+    async def prewarm(
+        self, source_repo: Path, commit: str, setup: str, *, rebuild: bool = False
+    ) -> PrewarmedImage:
         self.check_host()
-        return await self.prewarmer.prewarm(source_repo, commit, setup, self._run_setup)
+        return await self.prewarmer.prewarm(
+            source_repo, commit, setup, self._run_setup, rebuild=rebuild
+        )
 
     async def discard_prewarmed(
         self, source_repo: Path, reference: str, *, protect: Collection[str] = ()
@@ -477,6 +496,13 @@ class LocalProvider(SandboxProvider):
             timeout_s=self.build_timeout_s + 60,
             pass_fds=[filter_fd] if filter_fd is not None else [],
         )
+
+
+def disk_mb_for(spec: SandboxSpec) -> int:
+    """The sandbox disk: room for the world and case files, `limits.disk_mb` more, ext4's share."""
+    content = tree_size(spec.world_dir) if spec.world_dir.is_dir() else 0
+    content += sum(len(data) for data in spec.case_files.values())
+    return disk_size_mb(content, spec.limits.disk_mb)
 
 
 def host_problem(cgroup_root: Path) -> str | None:

@@ -27,12 +27,18 @@ class Prewarmer:
         self.snapshots = snapshots
 
     async def prewarm(
-        self, source_repo: Path, commit: str, setup: str, run: SetupRunner
+        self, source_repo: Path, commit: str, setup: str, run: SetupRunner, *, rebuild: bool
     ) -> PrewarmedImage:
         source = source_repo.resolve()
         if not (source / ".git").exists() and not (source / "HEAD").is_file():
             raise SandboxCreateError(f"{source_repo} is not a git repository")
         sha = await resolve_commit(source, commit)
+        newest = await asyncio.to_thread(self.snapshots.list, source)
+        if newest and newest[0].commit == sha and not rebuild:
+            current = await asyncio.to_thread(self.snapshots.touch, newest[0])
+            return PrewarmedImage(
+                current.reference, sha, current.build_seconds, current.size_bytes, reused=True
+            )
         folder = self.snapshots.new_folder(source, sha)
         started = time.monotonic()
         await self.images.build_clean(source, sha, setup, folder, run)

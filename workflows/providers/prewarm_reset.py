@@ -154,7 +154,7 @@ class ResetBuilder:
 
     async def plan(self, source: Path, sha: str) -> Plan:
         snapshots = await asyncio.to_thread(self.snapshots.list, source)
-        age = time.time() - snapshots[0].created_at if snapshots else None
+        age = time.time() - max(s.checked_at for s in snapshots) if snapshots else None
         base = await newest_ancestor(source, sha, snapshots)
         if base is None:
             return Plan("cold", newest_age_s=age)

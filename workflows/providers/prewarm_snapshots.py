@@ -36,6 +36,7 @@ class Snapshot:
     created_at: float
     build_seconds: float
     size_bytes: int
+    checked_at: float  # when a prewarm run last found it current (its commit still the head)
 
     @property
     def repo(self) -> Path:
@@ -61,12 +62,22 @@ class SnapshotIndex:
         return self.repo_dir(source) / f"{sha[:12]}-{secrets.token_hex(4)}"
 
     def record(self, folder: Path, commit: str, build_seconds: float, size: int) -> Snapshot:
-        snapshot = Snapshot(folder, commit, time.time(), round(build_seconds, 3), size)
-        data = {k: v for k, v in asdict(snapshot).items() if k != "folder"}
-        temp = folder / f".{RECORD}.tmp"
-        temp.write_text(json.dumps(data))
-        os.replace(temp, folder / RECORD)
+        now = time.time()
+        snapshot = Snapshot(folder, commit, now, round(build_seconds, 3), size, now)
+        self._write(snapshot)
         return snapshot
+
+    def touch(self, snapshot: Snapshot) -> Snapshot:
+        """Mark the snapshot current (a prewarm run found its commit still the head)."""
+        fresh = Snapshot(**(asdict(snapshot) | {"checked_at": time.time()}))
+        self._write(fresh)
+        return fresh
+
+    def _write(self, snapshot: Snapshot) -> None:
+        data = {k: v for k, v in asdict(snapshot).items() if k != "folder"}
+        temp = snapshot.folder / f".{RECORD}.{secrets.token_hex(4)}.tmp"
+        temp.write_text(json.dumps(data))
+        os.replace(temp, snapshot.folder / RECORD)
 
     def list(self, source: Path) -> list[Snapshot]:
         """Complete snapshots of `source`, newest first."""
@@ -77,8 +88,10 @@ class SnapshotIndex:
     def load(self, folder: Path) -> Snapshot | None:
         try:
             data = json.loads((folder / RECORD).read_text())
-            return Snapshot(folder, str(data["commit"]), float(data["created_at"]),
-                            float(data["build_seconds"]), int(data["size_bytes"]))  # fmt: skip
+            created = float(data["created_at"])
+            checked = float(data.get("checked_at", created))
+            return Snapshot(folder, str(data["commit"]), created, float(data["build_seconds"]),
+                            int(data["size_bytes"]), checked)  # fmt: skip
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
