@@ -31,12 +31,13 @@ def cli(ctx: click.Context) -> None:
 
 
 def _register_commands() -> None:
-    from bot.commands import bot, engine, regrade, secrets
+    from bot.commands import bot, engine, prewarm, regrade, secrets
 
     for command in [*engine.COMMANDS, *bot.COMMANDS]:
         cli.add_command(command)
     cli.add_command(secrets.secrets_group)
     cli.add_command(regrade.regrade_command)
+    cli.add_command(prewarm.prewarm_group)
 
 
 def main() -> None:
