@@ -69,6 +69,19 @@ class Usage(BaseModel):
     cost_usd: float = 0.0
 
 
+class SandboxUsage(BaseModel):
+    """What the run's sandbox used and cost as its provider bills it — apart from the agent's own
+    usage. Zero for providers that bill nothing (local, process)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cpu_seconds: float = Field(0.0, description="CPU time the agent's processes used.")
+    billed_cpu_seconds: float = Field(0.0, description="Core-seconds billed (used or reserved).")
+    memory_gib_seconds: float = Field(0.0, description="Memory billed, GiB x seconds.")
+    sandbox_seconds: float = Field(0.0, description="How long the sandbox existed.")
+    cost_usd: float = Field(0.0, description="Estimate from settings.sandbox_prices.")
+
+
 class RunResult(BaseModel):
     """The stored outcome of one cell. Saving the same `run_id` twice changes nothing."""
 
@@ -95,6 +108,7 @@ class RunResult(BaseModel):
     world_version: str = ""
     evalbot_version: str = ""
     outputs_ref: str = Field("", description="Blob-store prefix holding the run's collected /out.")
+    sandbox: SandboxUsage = Field(default_factory=SandboxUsage)
 
 
 def weighted_score(criteria: tuple[CriterionScore, ...] | list[CriterionScore]) -> float | None:

@@ -52,6 +52,7 @@ from workflows.providers.base import (
     SandboxRateLimited,
     SandboxSpec,
 )
+from workflows.providers.modal_cost import sandbox_usage
 from workflows.records import CriterionScore, RunResult, RunStatus, weighted_score
 from workflows.redaction import Redactor
 from workflows.scoring import JudgeUnavailable, RubricError
@@ -305,6 +306,9 @@ class RunActivities:
                 "wall_s": _wall_seconds(job.execute.state),
                 "exit_code": job.execute.state.get("exit_code"),
                 "outputs_ref": job.collect.outputs_ref,
+                "sandbox": sandbox_usage(
+                    job.execute.usage, self.settings.sandbox_prices.get(job.provision.provider, {})
+                ),
             }
         )
         await asyncio.to_thread(self.store.save_run, result)

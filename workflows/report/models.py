@@ -132,6 +132,9 @@ class ArmSummary(ReportModel):
     errors_by_status: dict[str, int] = Field(default_factory=dict)
     total_cost_usd: float = 0.0
     mean_cost_usd: float | None = None
+    # What the sandboxes cost as the provider bills them (Modal), beside the agent's own cost.
+    sandbox_cost_usd: float = 0.0
+    mean_sandbox_cost_usd: float | None = None
     input_tokens: int = 0
     output_tokens: int = 0
     tokens_per_run: float | None = None

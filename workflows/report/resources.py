@@ -29,6 +29,8 @@ def arm_summary(
         errors_by_status=count_errors(mine),
         total_cost_usd=float(sum(costs)),
         mean_cost_usd=_mean(costs),
+        sandbox_cost_usd=float(sum(r.sandbox.cost_usd for r in mine)),
+        mean_sandbox_cost_usd=_mean([r.sandbox.cost_usd for r in mine]),
         input_tokens=sum(r.usage.input_tokens for r in mine),
         output_tokens=sum(r.usage.output_tokens for r in mine),
         tokens_per_run=_mean(tokens),
@@ -95,6 +97,9 @@ def resource_changes(base: ArmSummary, head: ArmSummary) -> list[ResourceChange]
         ("wall p95", "seconds", base.wall_p95_s, head.wall_p95_s),
         ("judge cost / run", "usd", per_run_judge[0], per_run_judge[1]),
     ]
+    if base.sandbox_cost_usd or head.sandbox_cost_usd:  # only providers that bill (Modal)
+        sandbox_costs = (base.mean_sandbox_cost_usd, head.mean_sandbox_cost_usd)
+        metrics.insert(1, ("sandbox cost / run", "usd", *sandbox_costs))
     return [
         ResourceChange(metric=m, unit=u, base=b, head=h, change=_relative(b, h))
         for m, u, b, h in metrics

@@ -11,7 +11,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from workflows.catalog.models import ExperimentSpec
-from workflows.records import CriterionScore, JudgeRecord, RunResult, RunStatus, Usage
+from workflows.records import (
+    CriterionScore,
+    JudgeRecord,
+    RunResult,
+    RunStatus,
+    SandboxUsage,
+    Usage,
+)
 from workflows.store.records import ExperimentRecord, ExperimentStatus
 
 
@@ -92,6 +99,7 @@ def run_values(result: RunResult) -> dict[str, Any]:
         "world_version": result.world_version,
         "evalbot_version": result.evalbot_version,
         "outputs_ref": result.outputs_ref,
+        "sandbox_usage": result.sandbox.model_dump(mode="json"),
         "content_hash": content_hash(result),
     }
 
@@ -138,6 +146,7 @@ def run_result(row: Any, criteria: list[Any]) -> RunResult:
         world_version=row.world_version,
         evalbot_version=row.evalbot_version,
         outputs_ref=row.outputs_ref,
+        sandbox=SandboxUsage.model_validate(row.sandbox_usage or {}),
     )
 
 

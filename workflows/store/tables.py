@@ -89,6 +89,7 @@ class RunRow(StoreModel, table=True):
     world_version: str = Field(sa_type=String)
     evalbot_version: str = Field(sa_type=String)
     outputs_ref: str = Field(sa_type=Text)
+    sandbox_usage: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     content_hash: str = Field(sa_type=String(64))
     created_at: datetime = _timestamp()
     updated_at: datetime = _timestamp()

@@ -95,6 +95,13 @@ async def test_the_tiny_experiment_runs_unchanged_on_modal(
     assert {r.provider for r in runs} == {"modal"}
     assert {r.world_version for r in runs} == {world.version}
     assert tree_version(world.path) == version_before
+    # Sandbox CPU and memory seconds per run, priced beside the agent's own cost.
+    for run in runs:
+        assert run.sandbox.sandbox_seconds > 0 and run.sandbox.memory_gib_seconds > 0
+        assert run.sandbox.billed_cpu_seconds >= run.sandbox.sandbox_seconds  # 1 reserved core
+        assert run.sandbox.cost_usd > 0
+    assert all(summary.sandbox_cost_usd > 0 for summary in report.summaries)
+    assert "sandbox cost / run" in {c.metric for c in report.comparisons[0].resources}
     # Modal-side effects: one image per arm, one world Volume, every sandbox gone at the end.
     (provider,) = providers
     assert provider.images.builds == 2 and provider.worlds.uploads == 1
