@@ -226,7 +226,10 @@ class Settings(BaseSettings):
 
     @property
     def worker_run_slots(self) -> int:
-        """Concurrent sandboxes per worker: the setting, or one per core plus one."""
+        """Concurrent sandboxes per worker: the setting, or one per core plus one — or 500 on
+        Modal, whose sandboxes run elsewhere (a worker only polls them)."""
         if self.max_concurrent_runs > 0:
             return self.max_concurrent_runs
+        if self.provider == "modal":
+            return 500
         return (os.cpu_count() or 1) + 1
