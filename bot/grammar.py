@@ -4,7 +4,7 @@
     /eval cancel [<dataset>]
     /eval rerun --failed [<dataset>]
     /eval status
-    /eval approve
+    /eval approve [<head sha>]
     /eval help
 
 Only the first line of a comment is read, and only when it starts with `/eval`. Anything else on
@@ -27,11 +27,12 @@ Usage:
   /eval cancel [<dataset>]
   /eval rerun --failed [<dataset>]
   /eval status
-  /eval approve        (maintainers: allow this fork's current head commit to be evaluated)
+  /eval approve [SHA]  (maintainers: allow this fork's head commit, SHA if given, to run)
   /eval help"""
 
 NAME = re.compile(NAME_PATTERN)
 SETTING_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
 SELECTOR = re.compile(r"^(tag:)?[a-z0-9][a-z0-9._-]*$")
 VERBS = ("cancel", "rerun", "status", "approve", "help")
 Baseline = Literal["main", "merge-base"]
@@ -67,7 +68,7 @@ class Status:
 
 @dataclass(frozen=True)
 class Approve:
-    pass
+    sha: str | None = None  # the head the maintainer reviewed; refused if the head moved on
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def parse_command(body: str | None, *, max_trials: int) -> Command | None:
     if verb == "status":
         return _no_args(Status(), verb, rest)
     if verb == "approve":
-        return _no_args(Approve(), verb, rest)
+        return _parse_approve(rest)
     if verb == "cancel":
         return CancelEval(_optional_dataset(verb, rest))
     if verb == "rerun":
@@ -127,6 +128,14 @@ def _optional_dataset(verb: str, rest: list[str]) -> str | None:
     if len(rest) > 1 or rest[0].startswith("-"):
         raise GrammarError(f"'/eval {verb}' takes at most a dataset name, got '{' '.join(rest)}'")
     return _dataset(rest[0])
+
+
+def _parse_approve(rest: list[str]) -> Approve:
+    if not rest:
+        return Approve()
+    if len(rest) > 1 or not SHA.match(rest[0]):
+        raise GrammarError(f"'/eval approve' takes at most a commit SHA, got '{' '.join(rest)}'")
+    return Approve(rest[0].lower())
 
 
 def _parse_rerun(rest: list[str]) -> RerunFailed:

@@ -59,6 +59,13 @@ def approved(actor: str, head_sha: str, started: Sequence[str]) -> str:
     return text + f" A new push will need a new approval (`/eval approve` or `{APPROVAL_LABEL}`)."
 
 
+def head_moved(reviewed: str, head_sha: str) -> str:
+    return (
+        f"the head of this pull request is now `{head_sha[:12]}`, not `{reviewed[:12]}`; "
+        "review the new commits and approve again"
+    )
+
+
 def needs_new_approval(head_sha: str, datasets: Sequence[str]) -> str:
     names = ", ".join(f"`{d}`" for d in datasets)
     return (

@@ -122,7 +122,7 @@ class EvalService:
         if isinstance(command, Status):
             return await self._cmd_status(gw, origin)
         if isinstance(command, Approve):
-            return await self._cmd_approve(gw, origin)
+            return await self._cmd_approve(gw, origin, command.sha)
         assert isinstance(command, Help)
         await self._reply(gw, origin, replies.help_text(origin.actor))
         return Outcome("help")
@@ -175,11 +175,13 @@ class EvalService:
         await self._reply(gw, origin, replies.status_table(origin.actor, rows))
         return Outcome("status", experiments=known)
 
-    async def _cmd_approve(self, gw: RepoGateway, origin: Origin) -> Outcome:
+    async def _cmd_approve(self, gw: RepoGateway, origin: Origin, sha: str | None) -> Outcome:
         pull = await _io(gw.pull, origin.number)
         if not pull.is_fork:
             await self._reply(gw, origin, replies.not_a_fork(origin.actor))
             return Outcome("ignored", "not a fork")
+        if sha is not None and not pull.head_sha.startswith(sha):
+            return await self._reject(gw, origin, replies.head_moved(sha, pull.head_sha))
         await _io(gw.approve, pull.head_sha, origin.actor)
         started = await self._start_labeled(gw, pull, origin)
         await self._react(gw, origin, "+1")

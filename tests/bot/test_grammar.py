@@ -43,6 +43,7 @@ def parse(text: str) -> object:
         ("/eval rerun bar --failed", RerunFailed("bar")),
         ("/eval status", Status()),
         ("/eval approve", Approve()),
+        ("/eval approve EC26C3E", Approve("ec26c3e")),
         ("/eval help", Help()),
     ],
 )
@@ -76,6 +77,8 @@ def test_other_comments_are_not_commands(text: str | None) -> None:
         ("/eval Bar!", "'Bar!' is not a dataset name"),
         ("/eval --trials 3", "expected a dataset name"),
         ("/eval status now", "'/eval status' takes no arguments"),
+        ("/eval approve abc", "takes at most a commit SHA, got 'abc'"),
+        ("/eval approve abcdef1 extra", "takes at most a commit SHA"),
         ("/eval rerun bar", "needs --failed"),
         ("/eval cancel a b", "at most a dataset name"),
         ('/eval bar --set x="unclosed', "could not read the command"),

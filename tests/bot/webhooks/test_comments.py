@@ -109,7 +109,10 @@ def test_unapproved_fork_is_refused_until_a_maintainer_approves_that_sha(
     assert launcher.start_calls == []
     assert "/eval approve" in bot_replies(github)[-1]
 
-    approval = sender.deliver("issue_comment", comment(github, "/eval approve"))
+    stale = sender.deliver("issue_comment", comment(github, "/eval approve 1234567"))
+    assert stale.json()["action"] == "rejected"
+    assert f"now `{HEAD_SHA[:12]}`, not `1234567`" in bot_replies(github)[-1]
+    approval = sender.deliver("issue_comment", comment(github, f"/eval approve {HEAD_SHA[:7]}"))
     assert approval.json()["action"] == "approved"
     assert sender.deliver("issue_comment", comment(github, "/eval tiny")).json()["action"] == (
         "started"
