@@ -10,6 +10,7 @@ from workflows.records import RunResult
 from workflows.report.cases import moved_cases
 from workflows.report.checks import error_classes, is_aa, noise_summary, rubric_check
 from workflows.report.compare import comparison_rows
+from workflows.report.images import image_notes
 from workflows.report.models import (
     ArmComparison,
     ArmInfo,
@@ -57,6 +58,7 @@ def build_report(
         progress=_progress(spec, ordered),
         error_classes=error_classes(spec.experiment_id, ordered),
         rubric=rubric_check(ordered, current_rubric),
+        images=image_notes(spec, ordered),
     )
 
 

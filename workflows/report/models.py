@@ -188,6 +188,18 @@ class Progress(ReportModel):
     by_status: dict[str, int] = Field(default_factory=dict)
 
 
+class ImageNote(ReportModel):
+    """How an arm's image was built (workflows/report/images.py), and what to warn about."""
+
+    arm: str
+    kind: str = Field(description="prewarmed | reset | full | cold")
+    build_s: float
+    base: str = Field("", description="Commit (12 hex) of the prewarmed image it started from.")
+    newest_age_s: float | None = Field(None, description="Age of the newest prewarmed image then.")
+    reason: str = Field("", description="Why a full build: deps:<files> or no-incremental.")
+    warnings: list[str] = Field(default_factory=list, description="e.g. 'cold build: 3m12s'.")
+
+
 class ExperimentReport(ReportModel):
     experiment_id: str
     dataset: str
@@ -203,3 +215,4 @@ class ExperimentReport(ReportModel):
     alpha: float = ALPHA
     error_classes: list[ErrorClass] = Field(default_factory=list)
     rubric: RubricCheck = Field(default_factory=RubricCheck)
+    images: list[ImageNote] = Field(default_factory=list, description="How arms were built.")
