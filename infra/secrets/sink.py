@@ -1,5 +1,5 @@
 """Where synced secret groups go. `LocalSecretSink` writes the local secret store the local
-provider injects from; a `ModalSecretSink` (named Modal Secrets) slots in beside it later."""
+provider injects from; `ModalSecretSink` (infra/secrets/modal_sink.py) writes Modal Secrets."""
 
 from __future__ import annotations
 
@@ -51,7 +51,13 @@ def _local(settings: Settings) -> SecretSink:
     return LocalSecretSink(LocalSecretStore.from_settings(settings))
 
 
-SINKS: dict[str, Callable[[Settings], SecretSink]] = {"local": _local}
+def _modal(settings: Settings) -> SecretSink:
+    from infra.secrets.modal_sink import modal_sink
+
+    return modal_sink(settings)
+
+
+SINKS: dict[str, Callable[[Settings], SecretSink]] = {"local": _local, "modal": _modal}
 
 
 def build_sink(settings: Settings) -> SecretSink:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -49,8 +50,10 @@ class AdmissionStats:
 
 
 class TokenBucket:
-    """Spaces events at `rate` per second (burst 1): never two closer than 1/rate, so any window of
-    one second holds at most `rate` of them. Waiters are served in order."""
+    """Spaces events at `rate` per second (burst 1): a taker returns no sooner than 1/rate after
+    the previous one returned, so any one-second window holds at most `rate` of them — even after
+    the event loop stalled (takers wait in turn, measured from when the previous one actually
+    left, never released together). Served in order."""
 
     def __init__(
         self,
@@ -61,20 +64,20 @@ class TokenBucket:
         self.interval = 1.0 / rate if rate > 0 else 0.0
         self.clock = clock
         self.sleep = sleep
-        self.next_free = 0.0
+        self.last = -math.inf
         self.lock = asyncio.Lock()
 
     async def take(self) -> float:
         """Wait for a token; returns how long we waited."""
         if self.interval == 0:
             return 0.0
+        asked = self.clock()
         async with self.lock:
-            now = self.clock()
-            slot = max(now, self.next_free)
-            self.next_free = slot + self.interval
-        if slot > now:
-            await self.sleep(slot - now)
-        return slot - now
+            wait = self.last + self.interval - self.clock()
+            if wait > 0:
+                await self.sleep(wait)
+            self.last = self.clock()
+        return self.last - asked
 
 
 class Admission:
