@@ -15,18 +15,20 @@ from pathlib import Path
 from typing import Any
 
 import click
-from workflows.report import ExperimentReport, build_report
 
 from bot import composition, demo
 from bot.progress import ProgressDisplay
 from bot.render import render_markdown
 from workflows.catalog.errors import CatalogError, UnknownNameError
+from workflows.catalog.loaders import load_dataset
 from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine import client as engine_client
 from workflows.engine.devserver import DevServerError
 from workflows.engine.planning import PlanError, parse_arm, parse_settings, plan_experiment
 from workflows.engine.planning import resolve_arms as resolve_arm_refs
 from workflows.engine.repos import RepoError
+from workflows.report import ExperimentReport, build_report
+from workflows.scoring.rubric_hash import rubric_hashes
 from workflows.settings import Settings
 from workflows.store import Store, StoreError
 
@@ -126,12 +128,17 @@ async def run_experiment(
     max_parallel: int | None = None,
     *,
     quiet: bool = False,
+    only_failed: bool = False,
 ) -> ExperimentReport:
-    """Start the experiment, show progress until it ends, and build its report."""
+    """Start the experiment (or, with only_failed, rerun its errored cells), show progress until
+    it ends, and build its report."""
     async with composition.session(settings, store) as active:
-        await engine_client.start_experiment(
-            active.client, settings, spec, max_parallel=max_parallel
-        )
+        if only_failed:
+            await engine_client.rerun_failed(active.client, settings, spec)
+        else:
+            await engine_client.start_experiment(
+                active.client, settings, spec, max_parallel=max_parallel
+            )
         display = ProgressDisplay(spec.experiment_id, enabled=not quiet)
         with display:
             while True:
@@ -140,7 +147,17 @@ async def run_experiment(
                 if progress.done:
                     break
                 await asyncio.sleep(0.5)
-    return build_report(spec, store.list_runs(spec.experiment_id))
+    return report_for(settings, store, spec)
+
+
+def report_for(settings: Settings, store: Store, spec: ExperimentSpec) -> ExperimentReport:
+    """The experiment's report, noting criteria whose rubric changed in the catalog since."""
+    try:
+        cases = load_dataset(Path(settings.catalog_root), spec.dataset).cases
+    except (CatalogError, UnknownNameError):
+        cases = ()  # the dataset is gone or broken: report without the rubric check
+    current = rubric_hashes(cases)
+    return build_report(spec, store.list_runs(spec.experiment_id), current_rubric=current)
 
 
 def _print_report(report: ExperimentReport, as_json: bool) -> None:
@@ -194,7 +211,22 @@ def results_command(settings: Settings, experiment_id: str, as_json: bool) -> No
     """Print an experiment's diff table (partial while it is running)."""
     with one_sentence_errors():
         store, spec = _load(settings, experiment_id)
-        report = build_report(spec, store.list_runs(experiment_id))
+        report = report_for(settings, store, spec)
+    _print_report(report, as_json)
+
+
+@click.command("rerun")
+@click.argument("experiment_id")
+@click.option("--failed", is_flag=True, help="Rerun the cells whose result is an error.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def rerun_command(settings: Settings, experiment_id: str, failed: bool, as_json: bool) -> None:
+    """Run a finished experiment's errored cells again; their results are replaced."""
+    if not failed:
+        raise UserError("say what to rerun: --failed (the cells whose result is an error)")
+    with one_sentence_errors():
+        store, spec = _load(settings, experiment_id)
+        report = asyncio.run(run_experiment(settings, store, spec, quiet=as_json, only_failed=True))
     _print_report(report, as_json)
 
 
@@ -225,7 +257,13 @@ async def _serve_workers(settings: Settings, store: Store, roles: tuple[str, ...
         await asyncio.Event().wait()
 
 
-COMMANDS: list[click.Command] = [run_command, status_command, results_command, worker_command]
+COMMANDS: list[click.Command] = [
+    run_command,
+    status_command,
+    results_command,
+    rerun_command,
+    worker_command,
+]
 
 
 @click.command("demo")

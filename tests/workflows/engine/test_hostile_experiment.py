@@ -5,8 +5,8 @@ and the host is untouched."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -69,9 +69,19 @@ def hostile_repo(dest: Path) -> str:
     return commit_all(dest, "agent with hostile modes")
 
 
-def sandbox_uid_processes() -> list[str]:
-    listing = subprocess.run(["ps", "-eo", "uid=,pid=,args="], capture_output=True, text=True)
-    return [line for line in listing.stdout.splitlines() if int(line.split()[0]) >= 100_000]
+def experiment_processes(experiment_id: str) -> list[str]:
+    """Processes still in a cgroup of this experiment's sandboxes (`evalbot/<run slug>-<hex>`);
+    other tests' sandboxes, running beside this one, are not this test's concern."""
+    slug = re.sub(r"[^a-z0-9]+", "-", experiment_id.lower()).strip("-")
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            groups = (proc / "cgroup").read_text() if proc.name.isdigit() else ""
+        except OSError:
+            continue
+        if f"evalbot/{slug}" in groups:
+            found.append(proc.name)
+    return found
 
 
 def all_text_under(folder: Path) -> str:
@@ -127,6 +137,6 @@ async def test_hostile_cells_are_classified_and_contained(
     for run in (r for r in runs if r.arm == "network"):
         attempts = json.loads((Path(run.outputs_ref) / "out" / "result.json").read_text())
         assert attempts and all(v.startswith("failed") for v in attempts.values()), attempts
-    assert sandbox_uid_processes() == []  # nothing of any sandbox is left running
+    assert experiment_processes(spec.experiment_id) == []  # nothing of its sandboxes runs on
     images = engine_settings.image_dir
     assert not [p for p in images.rglob("escaped*")]  # /repo stayed read-only

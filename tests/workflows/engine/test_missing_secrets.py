@@ -14,6 +14,7 @@ from workflows.catalog.models import ArmSpec
 from workflows.engine.planning import plan_experiment
 from workflows.engine.repos import commit_all, init_repo
 from workflows.records import RunStatus
+from workflows.secret_store import LocalSecretStore
 from workflows.settings import Settings
 
 
@@ -53,3 +54,36 @@ async def test_unsynced_secret_group_fails_fast_and_says_which(
     assert "never-synced" in runs["secret"].error
     assert not runs["secret"].error.startswith("run failed")  # handled by the run, not its parent
     assert time.monotonic() - started < 30  # not five retries with backoff
+
+
+async def test_rerun_failed_replaces_only_the_errored_cells_once_the_cause_is_fixed(
+    engine_settings: Settings, tmp_path: Path
+) -> None:
+    plain, needs_secrets = repo_with_secret_group(tmp_path / "agent")
+    arms = [
+        ArmSpec(name="plain", ref="a", commit=plain),
+        ArmSpec(name="secret", ref="b", commit=needs_secrets),
+    ]
+    spec = plan_experiment(
+        engine_settings,
+        repo=str(tmp_path / "agent"),
+        dataset="tiny",
+        arms=arms,
+        trials=2,
+        case_selectors=["supply-governing-law"],
+    )
+    store = open_store(engine_settings)
+    await run_experiment(engine_settings, store, spec, quiet=True)
+    before = {r.run_id: r for r in store.list_runs(spec.experiment_id)}
+    assert {r.status for r in before.values() if r.arm == "secret"} == {RunStatus.SANDBOX_ERROR}
+
+    LocalSecretStore.from_settings(engine_settings).replace({"never-synced": {"KEY": "v4lue-xyz"}})
+    report = await run_experiment(engine_settings, store, spec, quiet=True, only_failed=True)
+
+    after = {r.run_id: r for r in store.list_runs(spec.experiment_id)}
+    assert sorted(after) == sorted(c.run_id for c in spec.cells())  # one result per cell
+    assert {r.status for r in after.values()} == {RunStatus.SCORED}
+    for run_id, run in before.items():
+        if run.arm == "plain":
+            assert after[run_id] == run  # scored cells were not run again
+    assert report.progress.complete
