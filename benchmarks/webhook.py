@@ -1,6 +1,7 @@
-"""Webhook benchmark: signed deliveries over loopback to the real app (uvicorn, one process),
-open loop at a fixed rate, with a fake launcher (the hand-off is recorded, nothing runs) and the
-fake GitHub REST server in a third process (PyGithub over real HTTP).
+"""Webhook benchmark: signed deliveries over loopback to the real app (uvicorn, `--processes`
+web processes as `evalbot serve --processes N` runs them), open loop at a fixed rate, with a fake
+launcher (the hand-off is recorded, nothing runs) and the fake GitHub REST server in a process of
+its own (PyGithub over real HTTP).
 
 The mix is what a busy repository sends: 40% `/eval tiny` comments from collaborators on distinct
 PRs (read the PR, plan, hand off, react), 20% `eval:tiny` labels (permission check, plan, hand
@@ -18,11 +19,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing as mp
 import os
 import platform
 import resource
+import signal
+import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -62,66 +67,116 @@ def run_github(ready: Any, stop: Any, pulls: int) -> None:
     ready.send((len(fake.calls), _cpu_s() - cpu_before))
 
 
-def run_bot(ready: Any, stop: Any, github: tuple[str, str, int], data_dir: str) -> None:
-    import threading
+class RecordingLauncher:
+    """The fake launcher, also appending each hand-off to a file (processes are counted apart)."""
 
-    import uvicorn
+    def __init__(self, path: Path) -> None:
+        from tests.fakes.launcher import FakeLauncher
 
+        self._fake = FakeLauncher()
+        self._path = path
+
+    async def start(self, spec: Any, reporter: dict[str, Any]) -> str:
+        with self._path.open("a") as handle:
+            handle.write(spec.experiment_id + "\n")
+        return await self._fake.start(spec, reporter)
+
+    def __getattr__(self, name: str) -> Any:  # cancel, rerun, status, find
+        return getattr(self._fake, name)
+
+
+def bench_app() -> Any:
+    """`uvicorn --factory` entry point: the real app with the recording launcher, per process."""
     from bot.app import create_app
     from bot.github.client import ClientOptions, GitHubClients
-    from tests.fakes.launcher import FakeLauncher
+    from workflows.settings import Settings
+    from workflows.store import Store
+
+    settings = Settings()
+    fast = ClientOptions(retries=0, seconds_between_requests=0, seconds_between_writes=0)
+    launcher: Any = RecordingLauncher(Path(os.environ["BENCH_HANDOFFS"]))
+    clients = GitHubClients(settings, options=fast)
+    return create_app(settings, launcher, Store.from_settings(settings), github=clients)
+
+
+def start_bot(github: tuple[str, str, int], data_dir: Path, processes: int) -> tuple[Any, int]:
+    """`uvicorn --workers N` on the bench app, after migrating the database once."""
     from workflows.settings import Settings
     from workflows.store import Store
 
     base_url, key, app_id = github
-    settings = Settings(
-        data_dir=Path(data_dir),
-        catalog_root=REPO_ROOT / "tests" / "fixtures" / "catalog",
-        github_webhook_secret=SECRET,
-        github_api_url=base_url,
-        github_app_id=str(app_id),
-        github_private_key=key,
-    )
-    store = Store.from_settings(settings)
-    store.migrate()
-    launcher = FakeLauncher()
-    options = ClientOptions(
-        retries=0, seconds_between_requests=0, seconds_between_writes=0, pool_size=64
-    )
-    app = create_app(settings, launcher, store, github=GitHubClients(settings, options=options))
+    env = {
+        **os.environ,
+        "EVALBOT_DATA_DIR": str(data_dir),
+        "EVALBOT_CATALOG_ROOT": str(REPO_ROOT / "tests" / "fixtures" / "catalog"),
+        "EVALBOT_GITHUB_WEBHOOK_SECRET": SECRET,
+        "EVALBOT_GITHUB_API_URL": base_url,
+        "EVALBOT_GITHUB_APP_ID": str(app_id),
+        "EVALBOT_GITHUB_PRIVATE_KEY": key,
+        "BENCH_HANDOFFS": str(data_dir / "handoffs.txt"),
+        "PYTHONPATH": f"{REPO_ROOT}{os.pathsep}{REPO_ROOT / 'benchmarks'}",
+    }
+    Store.from_settings(Settings(data_dir=data_dir)).migrate()
+    (data_dir / "handoffs.txt").touch()
     port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", access_log=False)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    ready.send(port)
-    cpu_before = _cpu_s()
-    stop.wait()
-    cpu = _cpu_s() - cpu_before
-    ready.send({"started": len(launcher.start_calls), "experiments": len(launcher.experiments),
-                "deliveries": _count_deliveries(store), "cpu_s": cpu})  # fmt: skip
-    server.should_exit = True
-    thread.join(timeout=10)
+    command = [sys.executable, "-m", "uvicorn", "webhook:bench_app", "--factory",
+               "--host", "127.0.0.1", "--port", str(port), "--workers", str(processes),
+               "--log-level", "warning", "--no-access-log"]  # fmt: skip
+    bot = subprocess.Popen(command, env=env, cwd=REPO_ROOT / "benchmarks")
+    _wait_healthy(port, bot, processes)
+    return bot, port
+
+
+def _wait_healthy(port: int, bot: Any, processes: int) -> None:
+    """Until /healthz answers and every process is up (their CPU is measured from then on)."""
+    import urllib.request
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if bot.poll() is not None:
+            raise SystemExit("the bot did not start")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
+                if processes == 1 or len(_process_tree(bot.pid)) > processes:
+                    time.sleep(1.0)  # let the last process finish importing
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise SystemExit("the bot did not become healthy")
+
+
+def _process_tree(pid: int) -> list[int]:
+    found = [pid]
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                found += _process_tree(int(child))
+    return found
+
+
+def _tree_cpu_s(pids: list[int]) -> float:
+    """utime + stime of the processes, from /proc (Linux)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def server_counts(data_dir: Path) -> dict[str, int]:
+    handoffs = (data_dir / "handoffs.txt").read_text().split()
+    with sqlite3.connect(data_dir / "evalbot.db") as db:
+        (recorded,) = db.execute("SELECT count(*) FROM webhook_deliveries").fetchone()
+    return {"started": len(handoffs), "experiments": len(set(handoffs)), "deliveries": recorded}
 
 
 def _cpu_s() -> float:
     """CPU seconds (user + system) this process has used: independent of other load."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-def _count_deliveries(store: Any) -> int:
-    from sqlalchemy import func, select
-
-    from workflows.store.tables import webhook_deliveries
-
-    with store._read() as connection:  # a benchmark may peek; the app never does
-        return int(
-            connection.execute(select(func.count()).select_from(webhook_deliveries)).scalar()
-        )
 
 
 def _free_port() -> int:
@@ -316,36 +371,38 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=200.0, help="deliveries per second")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--connections", type=int, default=64, help="keep-alive connections")
+    parser.add_argument("--processes", type=int, default=2, help="web processes (uvicorn workers)")
     parser.add_argument("--record", action="store_true", help="write into benchmarks/RESULTS.md")
     args = parser.parse_args()
     args.load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     total = int(args.rate * args.seconds)
     ctx = mp.get_context("spawn")
     gh_parent, gh_child = ctx.Pipe()
-    bot_parent, bot_child = ctx.Pipe()
     stop = ctx.Event()
     with tempfile.TemporaryDirectory() as tmp:
         github = ctx.Process(target=run_github, args=(gh_child, stop, total), daemon=True)
         github.start()
         where, comment_ids = gh_parent.recv()
         plan = deliveries(total, comment_ids)
-        bot = ctx.Process(target=run_bot, args=(bot_child, stop, where, tmp), daemon=True)
-        bot.start()
-        port = bot_parent.recv()
+        bot, port = start_bot(where, Path(tmp), args.processes)
+        pids = _process_tree(bot.pid)
+        bot_cpu_before = _tree_cpu_s(pids)
         began, cpu_before = time.perf_counter(), _cpu_s()
         load = asyncio.run(send_all(port, plan, args.rate, args.connections))
         wall = time.perf_counter() - began - 0.2
         sender_cpu = _cpu_s() - cpu_before
+        server = {**server_counts(Path(tmp)), "cpu_s": _tree_cpu_s(pids) - bot_cpu_before}
+        bot.send_signal(signal.SIGINT)
+        bot.wait(30)
         stop.set()
-        server = bot_parent.recv()
         github_calls, github_cpu = gh_parent.recv()
-        bot.join(10)
         github.join(10)
     per = 1e3 / len(plan)
     lines = [
         *summary(load, plan, wall, server),
         f"fake GitHub served {github_calls} API calls",
-        f"CPU per delivery: bot {server['cpu_s'] * per:.2f} ms · fake GitHub "
+        f"CPU per delivery: bot ({args.processes} processes) {server['cpu_s'] * per:.2f} ms · "
+        f"fake GitHub "
         f"{github_cpu * per:.2f} ms · load generator {sender_cpu * per:.2f} ms "
         f"(load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())})",
     ]

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from bot.github.auth import GitHubConfigError
 from bot.github.client import GitHubClients
 from bot.github.gateway import RepoGateway
-from bot.launcher import Launcher
+from bot.launcher import Launcher, TemporalLauncher
 from bot.service import EvalService
 from bot.webhooks.deliveries import DeliveryGate, DeliveryLog
 from bot.webhooks.endpoint import webhook_api
@@ -39,6 +39,17 @@ def create_app(
         return {"status": "ok"}
 
     return app
+
+
+def app_from_environment() -> FastAPI:
+    """The app for `uvicorn --factory`, once per process (`evalbot serve --processes N`):
+    settings from the EVALBOT_* environment, Temporal at EVALBOT_TEMPORAL_ADDRESS. The database
+    is migrated by the parent before the processes start."""
+    from workflows.store import Store
+
+    settings = Settings()
+    store = Store.from_settings(settings)
+    return create_app(settings, TemporalLauncher(settings, store), store)
 
 
 def webhook_secret(settings: Settings) -> bytes:

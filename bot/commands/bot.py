@@ -39,8 +39,15 @@ class BotError(click.ClickException):
     default=False,
     help="Also run the Temporal workers here (always, with the embedded dev server).",
 )
+@click.option(
+    "--processes",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Web processes sharing the port (needs EVALBOT_TEMPORAL_ADDRESS).",
+)
 @click.pass_obj
-def serve_command(settings: Settings, host: str, port: int, workers: bool) -> None:
+def serve_command(settings: Settings, host: str, port: int, workers: bool, processes: int) -> None:
     """Serve the GitHub webhook at POST /github/webhook (and GET /healthz).
 
     Needs EVALBOT_GITHUB_WEBHOOK_SECRET and GitHub credentials (App or token). With
@@ -50,11 +57,30 @@ def serve_command(settings: Settings, host: str, port: int, workers: bool) -> No
         clients = GitHubClients(settings)
     except GitHubConfigError as error:
         raise BotError(str(error)) from None
-    store = composition.open_store(settings)
+    if processes > 1 and (workers or not settings.temporal_address):
+        raise BotError("--processes above 1 needs EVALBOT_TEMPORAL_ADDRESS and no --workers")
+    store = composition.open_store(settings)  # migrates the database once, before any process
+    if processes > 1:
+        _serve_processes(host, port, processes)
+        return
     try:
         asyncio.run(_serve(settings, store, clients, host, port, workers))
     except KeyboardInterrupt:
         sys.exit(0)
+
+
+def _serve_processes(host: str, port: int, processes: int) -> None:
+    """Processes share one socket; each builds its app from the same environment."""
+    click.echo(f"evalbot serve: http://{host}:{port}/github/webhook ({processes} processes)")
+    uvicorn.run(
+        "bot.app:app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=processes,
+        log_level="info",
+        access_log=False,
+    )
 
 
 async def _serve(

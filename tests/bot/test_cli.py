@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 from click.testing import CliRunner
 from pydantic import SecretStr
 from temporalio.client import Client
@@ -85,8 +86,9 @@ def test_serve_refuses_to_start_without_a_webhook_secret(tmp_path: Path) -> None
     assert "EVALBOT_GITHUB_WEBHOOK_SECRET is not set" in result.output
 
 
+@pytest.mark.parametrize("processes", [1, 2])
 def test_serve_answers_signed_webhooks_and_hands_off_to_temporal(
-    tmp_path: Path, github: FakeGitHub, temporal_server: DevServer
+    tmp_path: Path, github: FakeGitHub, temporal_server: DevServer, processes: int
 ) -> None:
     """`evalbot serve` as a real process: settings from the environment, like production."""
     port, queue = free_port(), f"nobody-listens-{uuid.uuid4().hex[:8]}"
@@ -103,15 +105,20 @@ def test_serve_answers_signed_webhooks_and_hands_off_to_temporal(
         "EVALBOT_RUN_TASK_QUEUE": queue,
     }
     command = [sys.executable, "-m", "bot", "serve", "--port", str(port)]
+    command += ["--processes", str(processes)]
     server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
             wait_until_up(client, server)
             sender = Sender(client)
             assert sender.deliver("ping", load("ping")).json()["action"] == "pong"
-            started = sender.deliver("issue_comment", pr_comment("/eval tiny --trials 1"))
+            payload = pr_comment("/eval tiny --trials 1")
+            started = sender.deliver("issue_comment", payload, delivery="serve-1")
             assert started.json()["action"] == "started", started.text
             (experiment_id,) = started.json()["experiments"]
+            for _ in range(2):  # with two processes, the other one may answer: still recorded
+                again = sender.deliver("issue_comment", payload, delivery="serve-1")
+                assert again.json()["action"] == "duplicate"
     finally:
         server.send_signal(signal.SIGINT)
         output = server.communicate(timeout=30)[0].decode()
