@@ -48,8 +48,10 @@ class Layer:
         return {"mode": self.mode, "lower": str(self.lower)}
 
     def changed(self) -> Iterator[Path]:
-        """Paths (in the merged view) of everything the reset may have changed or created."""
+        """Paths (in the merged view) of everything the reset may have changed or created. The
+        top folder comes first: an overlay's root takes its owner and mode from the upper layer."""
         top = self.upper if self.mode == "overlay" else self.merged
+        yield self.merged
         for folder, dirs, names in os.walk(top):
             for name in (*dirs, *names):
                 path = Path(folder, name)

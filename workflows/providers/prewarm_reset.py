@@ -72,7 +72,8 @@ def origin_record(plan: Plan, build_s: float, reason: str | None = None) -> dict
     return {
         "kind": plan.kind,
         "build_s": round(build_s, 3),
-        "base": plan.base.reference if plan.base else None,
+        # the snapshot an overlay or copy stands on (discarding it discards this image too)
+        "base": plan.base.reference if plan.base and plan.kind in ("prewarmed", "reset") else None,
         "base_commit": plan.base.commit if plan.base else None,
         "newest_age_s": plan.newest_age_s,
         "reason": plan.reason if reason is None else reason,

@@ -31,11 +31,11 @@ pytestmark = [
 EVALBOT_TOML = """
 [build]
 setup = "echo setup >> .built-by && cat src/*.txt > all.txt"
-incremental = "echo incremental >> .built-by && cat src/*.txt > all.txt"
+incremental = "echo incremental >> .built-by && cat src/*.txt > all.txt && touch .stamp"
 [run]
 command = "cat all.txt"
 """
-BUILD_OUTPUTS = {"all.txt", ".built-by"}
+BUILD_OUTPUTS = {"all.txt", ".built-by", ".stamp"}  # .stamp: new at the top, by the build uid
 
 
 @dataclass
