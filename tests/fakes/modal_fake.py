@@ -697,11 +697,18 @@ class FakeSandbox:
         return 137 if wait else None
 
     def _terminate(self) -> None:
+        """SIGKILL every process of the container (its pid 1 first: the kernel then kills the
+        rest), then the bwrap monitor, and wait until none is left."""
         self._refresh()
         monitor = self.meta.get("monitor")
+        ns_file = self.folder / "ctl" / "ns"
+        deadline = time.monotonic() + 5
+        while monitor and self._running() and not ns_file.exists() and time.monotonic() < deadline:
+            time.sleep(POLL_S)  # the container is still coming up: wait for its namespace
+        _kill_namespace(ns_file)
         if monitor and is_alive(monitor["pid"], monitor["start_time"]):
             kill(monitor["pid"], monitor["start_time"], signal.SIGKILL)
-        _wait_namespace_empty(self.folder / "ctl" / "ns")
+        _wait_namespace_empty(ns_file)
         if self.meta.get("terminated_at") is None:
             self.meta["terminated_at"] = time.time()
             self.meta["returncode"] = 124 if self._timed_out() else 137
@@ -775,29 +782,38 @@ class FakeSandbox:
     async def _connect(self, operation: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """The agent's socket, through /proc/self/fd (its real path may exceed 108 bytes)."""
         if not self._running():
-            raise _unavailable(operation)
+            raise _unavailable(operation, self._why_gone())
         fd = os.open(self.folder / "ctl", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             return await asyncio.open_unix_connection(f"/proc/self/fd/{fd}/agent.sock")
-        except (FileNotFoundError, ConnectionRefusedError):
-            raise _unavailable(operation) from None
+        except (FileNotFoundError, ConnectionRefusedError) as error:
+            raise _unavailable(operation, f"agent socket: {error!r}") from None
         finally:
             os.close(fd)
 
+    def _why_gone(self) -> str:
+        """For the fake's own diagnostics (appended to the SDK's message)."""
+        if self.meta.get("terminated_at") is not None:
+            return "terminated"
+        try:
+            log = (self.folder / "launch.log").read_text(errors="replace").strip()[-300:]
+        except OSError:
+            log = ""
+        return f"container exited ({'timeout' if self._timed_out() else log or 'no log'})"
 
-def _unavailable(operation: str) -> Exception:
+
+def _unavailable(operation: str, detail: str = "") -> Exception:
+    suffix = f" [fake: {detail}]" if detail else ""
     if operation == "exec":
-        return modal_exception.SandboxTerminatedError()
+        return modal_exception.SandboxTerminatedError(f"Sandbox has terminated{suffix}")
     return modal_exception.NotFoundError(
-        "The Sandbox is unavailable. This Sandbox may have already shut down."
+        f"The Sandbox is unavailable. This Sandbox may have already shut down.{suffix}"
     )
 
 
 def _check_reply(line: bytes, path: str) -> dict[str, Any]:
     if not line:
-        raise modal_exception.NotFoundError(
-            "The Sandbox is unavailable. This Sandbox may have already shut down."
-        )
+        raise _unavailable(path, "the agent closed the connection without an answer")
     reply = dict(json.loads(line))
     if reply.get("ok"):
         return reply
@@ -862,8 +878,21 @@ def _bwrap(root: Path, ctl: Path, meta: Mapping[str, Any], python: str) -> list[
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "modal"]
     if meta["block_network"] or meta["outbound_domain_allowlist"] is not None:
         argv.append("--unshare-net")
-    argv += ["--die-with-parent", "--as-pid-1", "--chdir", "/"]
+    # No --die-with-parent: bwrap's parent is the launcher shell, which exits at once (the
+    # container must outlive whoever created it); terminate kills the namespace instead.
+    argv += ["--as-pid-1", "--chdir", "/"]
     return [*argv, python, "-I", "-S", "/__modal/agent.py", str(meta["timeout"] or 0)]
+
+
+def _kill_namespace(ns_file: Path) -> None:
+    try:
+        namespace = ns_file.read_text()
+    except OSError:
+        return
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and _in_namespace(pid, namespace):
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
 
 
 def _wait_namespace_empty(ns_file: Path, timeout_s: float = 10) -> None:
