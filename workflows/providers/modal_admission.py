@@ -44,7 +44,7 @@ class AdmissionStats:
     created: int = 0
     rate_limited: int = 0  # refusals retried (rate limit or quota)
     gave_up: int = 0  # creations that ended in SandboxRateLimited
-    starting: int = 0
+    starting: int = 0  # creations admitted now: waiting for a token, creating or setting up
     peak_starting: int = 0
     bucket_wait_s: float = 0.0  # total time creations waited for a token
 
@@ -103,7 +103,8 @@ class Admission:
     @contextlib.asynccontextmanager
     async def starting(self) -> AsyncIterator[None]:
         """Hold a "starting" slot from before the creation until the sandbox ran its first
-        command (or failed)."""
+        command (or failed). Taken before the token, never after: slots freeing together must not
+        release creations together."""
         if self.gate is not None:
             await self.gate.acquire()
         self.stats.starting += 1

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from pathlib import Path
 
 import pytest
 
 from workflows.providers.base import SandboxError, SandboxRateLimited
 from workflows.providers.modal_admission import Admission, AdmissionLimits, TokenBucket
+from workflows.settings import Settings
 
 
 class Refused(Exception):
@@ -182,3 +184,26 @@ async def test_a_stalled_event_loop_does_not_release_a_burst() -> None:
     await asyncio.gather(*tasks)
     gaps = [b - a for a, b in itertools.pairwise(released)]
     assert min(gaps) >= 0.05 * 0.95, gaps
+
+
+def test_the_modal_provider_takes_its_admission_limits_from_settings(tmp_path: Path) -> None:
+    import modal
+
+    from workflows.providers import create_provider
+    from workflows.providers.modal import ModalProvider
+
+    settings = Settings(
+        data_dir=tmp_path,
+        provider="modal",
+        modal_creates_per_s=2.5,
+        modal_max_starting=40,
+        modal_create_attempts=3,
+        modal_runtime="vm",
+    )
+    provider = create_provider(settings)  # builds on the real SDK; talks to nobody yet
+    assert isinstance(provider, ModalProvider) and provider.sdk is modal
+    assert provider.admission.limits == AdmissionLimits(
+        creates_per_s=2.5, max_starting=40, max_attempts=3
+    )
+    assert provider.config.runtime == "vm" and provider.config.app_name == "evalbot"
+    assert not provider.quick_provision and provider.injects_secret_groups

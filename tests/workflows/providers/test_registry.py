@@ -26,7 +26,7 @@ def test_process_needs_explicit_permission(settings: Settings) -> None:
 
 
 def test_unknown_names_list_the_known_ones(settings: Settings) -> None:
-    known = r"unknown sandbox provider 'nope'; known: local, process"
+    known = r"unknown sandbox provider 'nope'; known: local, modal, process"
     with pytest.raises(ProviderRefused, match=known):
         create_provider(settings.model_copy(update={"provider": "nope"}))
 
