@@ -254,10 +254,12 @@ def summarize(
         return {"p50": round(percentile(values, 0.5), 1), "p99": round(percentile(values, 0.99), 1)}
 
     full_s, reset_s = statistics.median(full), statistics.median(reset)
+    ratios = [f / r for f, r in zip(full, reset, strict=True)]  # each pair ran under the same load
     return {
         "distributions": n_dists, "wheelhouse_mib": round(wheels_mb),
         "full_build_s": round(full_s, 2), "reset_s": round(reset_s, 2),
-        "ratio": round(full_s / reset_s, 1),
+        "ratio": round(statistics.median(ratios), 1),
+        "ratio_range": [round(min(ratios), 1), round(max(ratios), 1)],
         "create_from_image_ms": stats(lat_image[0]), "running_from_image_ms": stats(lat_image[1]),
         "create_from_pool_ms": stats(lat_pool[0]), "running_from_pool_ms": stats(lat_pool[1]),
         "samples": len(lat_image[0]), "reps": len(full),
@@ -284,10 +286,15 @@ def row_of(result: dict[str, object]) -> str:
     return (
         f"| {date.today().isoformat()} | {machine()} | {result['distributions']} dists, "
         f"{result['wheelhouse_mib']} MiB wheels | {result['full_build_s']} s | "
-        f"{result['reset_s']} s | {result['ratio']}× | "
+        f"{result['reset_s']} s | {result['ratio']}× ({fmt_range(result['ratio_range'])}) | "
         f"{fmt(result['create_from_image_ms'])} | {fmt(result['create_from_pool_ms'])} | "
         f"{fmt(result['running_from_image_ms'])} | {fmt(result['running_from_pool_ms'])} |\n"
     )
+
+
+def fmt_range(value: object) -> str:
+    assert isinstance(value, list)
+    return f"{value[0]:g}–{value[1]:g}×"
 
 
 def fmt(value: object) -> str:
@@ -305,7 +312,9 @@ repacked offline from this venv's installed distributions, and `build.setup` ins
 `pip --no-index`. **Full build**: a cold `build_image` of a commit three code changes ahead of the
 base (clone, venv, pip install, compile). **Reset**: the same `build_image` after `prewarm` of the
 base: overlayfs on the prewarmed snapshot, fetch + checkout, `build.incremental` (compile the agent's
-code). Medians over the repetitions, each on fresh image folders. **Provisioning**: `create` of a
+code). Medians over the repetitions, each on fresh image folders; the ratio is the median of the
+per-repetition ratios (full and reset of one repetition run back to back, under the same load), with
+their range. **Provisioning**: `create` of a
 sandbox (20-file world) from the warm image and from the warm pool (claims; refills not timed), and
 create + start until the runner runs, p50 / p99 over the samples. Targets: reset ≥ 10× faster than a
 full build; provisioning p50 < 150 ms, p99 < 500 ms.

@@ -131,7 +131,8 @@ def status_command(settings: Settings, as_json: bool, check: bool) -> None:
     from workflows.store.prewarmed_images import PrewarmRecords
 
     with _one_sentence():
-        Store.from_settings(settings).migrate()
+        with Store.from_settings(settings) as store:
+            store.migrate()
         records = PrewarmRecords(settings.resolved_database_url)
         try:
             statuses = prewarm_status(records, datetime.now(UTC))

@@ -197,6 +197,7 @@ class LocalSandbox(FolderSandbox):
 
     async def start_egress(self) -> None:
         """The egress proxy for this run's allow_domains, outside the sandbox (egress.py)."""
+        await egress.stop_proxy(self.meta.get("egress"))  # an earlier attempt's, if any
         self.meta["egress"] = await egress.launch_proxy(
             self.egress_socket,
             run_id=str(self.meta.get("run_id", self.id)),
