@@ -28,6 +28,7 @@ from bot.github.types import ReporterRef
 from bot.planning import HEAD_ARM
 from bot.render import render_markdown
 from workflows.catalog.models import ExperimentSpec
+from workflows.engine.activities import heartbeating
 from workflows.engine.types import PublishReportInput
 from workflows.report import ExperimentReport, build_report
 from workflows.settings import Settings
@@ -57,7 +58,8 @@ class GitHubReporter:
 
     @activity.defn(name="publish_report")
     async def publish_report(self, job: PublishReportInput) -> None:
-        await asyncio.to_thread(self.publish, job)
+        async with heartbeating("publish_report"):  # a crashed worker's publish is retried soon
+            await asyncio.to_thread(self.publish, job)
 
     def publish(self, job: PublishReportInput) -> None:
         """Create or edit the sticky comment, then create or update the check run."""

@@ -289,6 +289,10 @@ class RunActivities:
 
     @activity.defn(name="score")
     async def score(self, job: ScoreInput) -> RunSummary:
+        async with heartbeating("score"):  # a crashed worker's score is retried in seconds
+            return await self._score(job)
+
+    async def _score(self, job: ScoreInput) -> RunSummary:
         status, reason = classify(
             job.execute.state,
             job.execute.usage,
@@ -353,7 +357,8 @@ class RunActivities:
     @activity.defn(name="record_error")
     async def record_error(self, job: RecordErrorInput) -> RunSummary:
         result = self._result(job.run, job.provision, RunStatus(job.status), job.error)
-        await asyncio.to_thread(self.store.save_run, result)
+        async with heartbeating("record_error"):
+            await asyncio.to_thread(self.store.save_run, result)
         return summarize(result)
 
     # -- teardown ---------------------------------------------------------------------------
@@ -375,15 +380,18 @@ class ExperimentActivities:
 
     @activity.defn(name="save_experiment")
     async def save_experiment(self, spec: ExperimentSpec) -> None:
-        await asyncio.to_thread(self.store.save_experiment, spec, "running")
+        async with heartbeating("save_experiment"):
+            await asyncio.to_thread(self.store.save_experiment, spec, "running")
 
     @activity.defn(name="finish_experiment")
     async def finish_experiment(self, experiment_id: str, status: str) -> None:
-        await asyncio.to_thread(self.store.set_experiment_status, experiment_id, status)
+        async with heartbeating("finish_experiment"):
+            await asyncio.to_thread(self.store.set_experiment_status, experiment_id, status)
 
     @activity.defn(name="failed_cells")
     async def failed_cells(self, experiment_id: str) -> list[str]:
-        runs = await asyncio.to_thread(self.store.list_runs, experiment_id)
+        async with heartbeating("failed_cells"):
+            runs = await asyncio.to_thread(self.store.list_runs, experiment_id)
         return [r.run_id for r in runs if r.status.is_error]
 
 

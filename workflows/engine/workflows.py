@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         RunInput,
         RunSummary,
         ScoreInput,
+        StageQueues,
     )
     from workflows.records import RunStatus
 
@@ -126,6 +127,7 @@ class RunWorkflow:
             result_type=RunSummary,
             task_queue=job.queues.score,
             start_to_close_timeout=timedelta(minutes=30),
+            heartbeat_timeout=heartbeat,
             retry_policy=STAGE_RETRY,
         )
         return summary
@@ -139,6 +141,7 @@ class RunWorkflow:
             result_type=RunSummary,
             task_queue=job.queues.score,
             start_to_close_timeout=timedelta(minutes=5),
+            heartbeat_timeout=_heartbeat(job.queues),
             retry_policy=RECORD_RETRY,
         )
         return summary
@@ -205,6 +208,7 @@ class ExperimentWorkflow:
                 result_type=list[str],
                 task_queue=job.queues.score,
                 start_to_close_timeout=timedelta(minutes=5),
+                heartbeat_timeout=_heartbeat(job.queues),
                 retry_policy=RECORD_RETRY,
             )
         )
@@ -290,6 +294,7 @@ class ExperimentWorkflow:
             result_type=RunSummary,
             task_queue=run.queues.score,
             start_to_close_timeout=timedelta(minutes=5),
+            heartbeat_timeout=_heartbeat(run.queues),
             retry_policy=RECORD_RETRY,
         )
 
@@ -312,6 +317,7 @@ class ExperimentWorkflow:
             PublishReportInput(job.spec.experiment_id, job.reporter, phase),
             task_queue=job.queues.runs,
             start_to_close_timeout=timedelta(minutes=2),
+            heartbeat_timeout=_heartbeat(job.queues),
             retry_policy=PUBLISH_RETRY,
         )
 
@@ -321,6 +327,7 @@ class ExperimentWorkflow:
             args=list(args),
             task_queue=job.queues.score,
             start_to_close_timeout=timedelta(minutes=5),
+            heartbeat_timeout=_heartbeat(job.queues),
             retry_policy=RECORD_RETRY,
         )
 
@@ -338,6 +345,12 @@ class ExperimentWorkflow:
         for state in self.states.values():
             counts[state] += 1
         return Progress(total=len(self.states), done=self.finished, **counts)
+
+
+def _heartbeat(queues: StageQueues) -> timedelta:
+    """Every activity heartbeats, so one a crashed worker held is retried within this time
+    instead of after its start-to-close timeout (minutes)."""
+    return timedelta(seconds=queues.heartbeat_timeout_s)
 
 
 def _is_cancel(error: BaseException) -> bool:
