@@ -1,0 +1,92 @@
+"""Fault-test fixtures: a generated 200-cell experiment, a fake GitHub to report to, settings for a
+worker subprocess. Each test gets its own task queues and data folder."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.chaos.harness import ChaosAgent, write_agent, write_catalog
+from tests.fakes.github_server import FakeGitHub
+from workflows.engine.devserver import DevServer
+from workflows.settings import Settings
+from workflows.store import Store
+
+REPO = "octo/agent"
+PR = 7
+
+
+@functools.cache
+def _key() -> tuple[str, Any]:
+    fake = FakeGitHub()
+    return fake.app_private_key, fake._app_public_key
+
+
+def new_github(fake: FakeGitHub | None = None) -> FakeGitHub:
+    fake = fake or FakeGitHub()
+    fake.app_private_key, fake._app_public_key = _key()
+    fake.start()
+    fake.add_repo(REPO)
+    return fake
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    fake = new_github()
+    yield fake
+    fake.stop()
+
+
+def chaos_settings(
+    root: Path, temporal_address: str, github: FakeGitHub, **changes: Any
+) -> Settings:
+    suffix = uuid.uuid4().hex[:8]
+    base = Settings(
+        data_dir=root / "state",
+        catalog_root=root / "catalog",
+        temporal_address=temporal_address,
+        run_task_queue=f"chaos-runs-{suffix}",
+        collect_task_queue=f"chaos-collect-{suffix}",
+        score_task_queue=f"chaos-score-{suffix}",
+        poll_interval_s=0.2,
+        heartbeat_timeout_s=4,
+        max_concurrent_runs=8,
+        max_concurrent_collect=4,
+        github_api_url=github.base_url,
+        github_app_id=str(github.app_id),
+        github_private_key=github.app_private_key,
+        github_timeout_s=3,
+    )
+    return base.model_copy(update=changes)
+
+
+@pytest.fixture
+def settings(tmp_path: Path, temporal_server: DevServer, github: FakeGitHub) -> Settings:
+    write_catalog(tmp_path / "catalog")
+    return chaos_settings(tmp_path, temporal_server.address, github)
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> ChaosAgent:
+    return write_agent(tmp_path / "agent")
+
+
+async def wait_stored(
+    store: Store, experiment_id: str, at_least: int, timeout_s: float = 120
+) -> int:
+    """Wait until `at_least` results are stored; return how many are."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done = sum((await asyncio.to_thread(store.count_runs, experiment_id)).values())
+        if done >= at_least:
+            return done
+        if time.monotonic() > deadline:
+            raise AssertionError(f"only {done} of {at_least} results after {timeout_s:.0f} s")
+        await asyncio.sleep(0.1)

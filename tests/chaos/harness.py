@@ -1,0 +1,332 @@
+"""The experiment the fault tests run: a generated catalog, a trivial shell agent, a worker in a
+subprocess, and the checks every fault test ends with.
+
+Cells: CASES cases x 2 arms (`base`, `head`) x TRIALS trials = 200 by default. The agent sleeps a
+little (so faults land mid-run), writes a transcript, an answer (`41` on base, `42` on head, so the
+report has a real difference; each answer names its run, so no judge cache answers for it) and its
+usage. Two cases fail on purpose, the same way every
+time, so "no cell marked failed that did not fail" is checked both ways:
+
+- `case-03` exits 3 without an answer      -> agent_error
+- `case-07` exits 0 without an answer      -> output_error
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+from temporalio.client import Client
+
+from bot.github import report_comment as rc
+from bot.planning import BASE_ARM, HEAD_ARM
+from bot.render import render_markdown
+from tests.fakes.github_server import FakeGitHub
+from workflows.catalog.models import ArmSpec, ExperimentSpec
+from workflows.engine.planning import plan_experiment
+from workflows.engine.repos import commit_all, init_repo
+from workflows.providers import create_provider
+from workflows.providers.base import SandboxError
+from workflows.records import RunResult, RunStatus
+from workflows.report import build_report
+from workflows.settings import Settings
+from workflows.store import Store
+
+CASES = 10
+TRIALS = 10
+FAILING = {"case-03": RunStatus.AGENT_ERROR, "case-07": RunStatus.OUTPUT_ERROR}
+
+AGENT = r"""#!/bin/sh
+# Trivial agent for fault tests: sleep, then answer (or fail on purpose for two cases).
+out="$EVALBOT_OUT_DIR"
+sleep "${CHAOS_SLEEP_S:-0.3}"
+printf '{"kind":"start"}\n{"kind":"finish"}\n' > "$out/transcript.jsonl"
+if grep -q '"id": "case-03"' "$EVALBOT_CASE_DIR/case.json"; then exit 3; fi
+if grep -q '"id": "case-07"' "$EVALBOT_CASE_DIR/case.json"; then exit 0; fi
+seed=$(grep -o '"seed": [0-9]*' "$EVALBOT_CASE_DIR/case.json" | tr -dc 0-9)
+echo "the answer is ANSWER (run $seed)" > "$out/answer.md"
+echo '{"input_tokens": 100, "output_tokens": 10, "cost_usd": 0.001}' > "$out/usage.json"
+"""
+
+EVALBOT_TOML = """
+[build]
+setup = "true"
+[run]
+command = "CHAOS_SLEEP_S=@SLEEP@ sh agent.sh"
+timeout_s = 60
+[sandbox]
+cpu = 1
+memory_mb = 64
+pids = 32
+disk_mb = 8
+"""
+
+LLM_CRITERION = """
+[[criteria]]
+name = "quality"
+grader = "llm"
+description = "LLM judge: is the answer right?"
+[criteria.params]
+prompt = "Is the answer 42?"
+"""
+
+
+@dataclass(frozen=True)
+class ChaosAgent:
+    path: Path
+    base: str
+    head: str
+
+
+def write_catalog(root: Path, *, cases: int = CASES, judged: bool = False) -> Path:
+    world = root / "worlds" / "chaos"
+    (world / "documents").mkdir(parents=True)
+    (world / "world.toml").write_text('name = "chaos"\n')
+    (world / "documents" / "fact.md").write_text("The answer is 42.\n")
+    dataset = root / "datasets" / "chaos"
+    dataset.mkdir(parents=True)
+    (dataset / "dataset.toml").write_text('name = "chaos"\nworld = "chaos"\ndefault_trials = 2\n')
+    for index in range(cases):
+        case = dataset / "cases" / f"case-{index:02d}"
+        case.mkdir(parents=True)
+        criteria = (
+            '[[criteria]]\nname = "accuracy"\ngrader = "contains_all"\n'
+            'params = { values = ["answer is 42"] }\n'
+        )
+        (case / "case.toml").write_text(
+            'prompt = "What is the answer?"\n\n' + criteria + (LLM_CRITERION if judged else "")
+        )
+    return root
+
+
+def write_agent(path: Path, *, sleep_s: float = 0.3) -> ChaosAgent:
+    path.mkdir(parents=True)
+    init_repo(path)
+    (path / "evalbot.toml").write_text(EVALBOT_TOML.replace("@SLEEP@", f"{sleep_s:g}"))
+    commits = []
+    for answer in ("41", "42"):
+        (path / "agent.sh").write_text(AGENT.replace("ANSWER", answer))
+        commits.append(commit_all(path, f"answers {answer}"))
+    return ChaosAgent(path, commits[0], commits[1])
+
+
+def plan(settings: Settings, agent: ChaosAgent, *, trials: int = TRIALS) -> ExperimentSpec:
+    arms = [
+        ArmSpec(name=BASE_ARM, ref="main", commit=agent.base),
+        ArmSpec(name=HEAD_ARM, ref="refs/pull/1/head", commit=agent.head),
+    ]
+    return plan_experiment(
+        settings, repo=str(agent.path), dataset="chaos", arms=arms, trials=trials
+    )
+
+
+def expected_status(run_id: str) -> RunStatus:
+    case_id = run_id.split("/")[-3]
+    return FAILING.get(case_id, RunStatus.SCORED)
+
+
+# -- the worker subprocess --------------------------------------------------------------------
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """EVALBOT_* variables for every setting that differs from its default."""
+    env: dict[str, str] = {}
+    defaults = Settings.model_construct()
+    for name in Settings.model_fields:
+        value = getattr(settings, name)
+        if value == getattr(defaults, name, None) or value is None:
+            continue
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        env[f"EVALBOT_{name.upper()}"] = str(value)
+    return env
+
+
+class WorkerProcess:
+    """`python -m bot worker` (all roles) in its own session, killed with SIGKILL on demand."""
+
+    def __init__(self, settings: Settings, log: Path) -> None:
+        self.settings = settings
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> WorkerProcess:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("EVALBOT_")} | settings_env(
+            self.settings
+        )
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "bot", "worker"],
+            env=env,
+            stdout=self.log.open("ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.starts += 1
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL the worker's whole process group, as a crash or an OOM kill would."""
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+        self.process = None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def __enter__(self) -> WorkerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+
+
+# -- the end-of-test checks -------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What a fault test measured; recorded for the reliability table, then asserted."""
+
+    cells: int
+    stored: int
+    lost: int
+    duplicated: int
+    misclassified: list[str]
+    completed: bool
+    comment_ok: bool
+    check_run_ok: bool
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "experiments": 1,
+            "completed": int(self.completed),
+            "cells": self.cells,
+            "lost": self.lost,
+            "duplicated": self.duplicated,
+            "misclassified": len(self.misclassified),
+            "comment_ok": self.comment_ok and self.check_run_ok,
+        }
+
+    def check(self) -> None:
+        assert self.completed, "the experiment did not complete"
+        assert (self.lost, self.duplicated) == (0, 0), self
+        assert self.misclassified == [], f"misclassified: {self.misclassified[:5]}"
+        assert self.stored == self.cells
+        assert self.comment_ok, "the PR comment does not show the stored results"
+        assert self.check_run_ok, "the check run is not completed"
+
+
+async def run_executions(client: Client, spec: ExperimentSpec) -> Counter[str]:
+    """How many RunWorkflow executions each cell had (any status) on the Temporal server."""
+    query = f'WorkflowType = "RunWorkflow" AND WorkflowId STARTS_WITH "{spec.experiment_id}/"'
+    counts: Counter[str] = Counter()
+    async for execution in client.list_workflows(query):
+        counts[execution.id] += 1
+    return counts
+
+
+async def executions_per_cell(
+    client: Client, spec: ExperimentSpec, timeout_s: float = 30
+) -> Counter[str]:
+    """Visibility lags a little behind the workflows: wait until every cell is listed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        counts = await run_executions(client, spec)
+        if len(counts) >= len(spec.cells()) or time.monotonic() > deadline:
+            return counts
+        await asyncio.sleep(0.5)
+
+
+def misclassified(runs: list[RunResult]) -> list[str]:
+    """Cells whose status is not the one the agent earned, or whose score or outputs are wrong."""
+    wrong = []
+    for run in runs:
+        expected = expected_status(run.run_id)
+        if run.status is not expected:
+            wrong.append(f"{run.run_id}: {run.status} ({run.error}), expected {expected}")
+        elif run.status is RunStatus.SCORED and not _scored_right(run):
+            wrong.append(f"{run.run_id}: score {run.score} or its outputs are wrong")
+    return wrong
+
+
+def _scored_right(run: RunResult) -> bool:
+    answer = Path(run.outputs_ref) / "out" / "answer.md"
+    head = run.arm == HEAD_ARM
+    return (
+        answer.is_file()
+        and ("answer is 42" in answer.read_text()) == head
+        and run.score == float(head)
+    )
+
+
+def expected_comment(spec: ExperimentSpec, runs: list[RunResult]) -> str:
+    """The sticky comment's body once the experiment is final, rendered from the stored runs."""
+    return rc.comment_body(spec, render_markdown(build_report(spec, runs)))
+
+
+def reporter(repo: str, number: int, dataset: str = "chaos") -> dict[str, Any]:
+    return {"kind": "github", "repo": repo, "number": number, "dataset": dataset}
+
+
+def bot_comments(github: FakeGitHub, repo: str, number: int) -> list[dict[str, Any]]:
+    return [c for c in github.comments_on(repo, number) if c["user"]["type"] == "Bot"]
+
+
+async def outcome(
+    client: Client,
+    store: Store,
+    github: FakeGitHub,
+    spec: ExperimentSpec,
+    where: tuple[str, int],
+    *,
+    completed: bool,
+) -> Outcome:
+    runs = await asyncio.to_thread(store.list_runs, spec.experiment_id)
+    executions = await executions_per_cell(client, spec)
+    cells = {c.run_id for c in spec.cells()}
+    stored = Counter(r.run_id for r in runs)
+    duplicated = sum(n - 1 for n in stored.values()) + sum(n - 1 for n in executions.values())
+    comments = bot_comments(github, *where)
+    checks = [c for c in github.check_runs_for(where[0]) if c["external_id"] == spec.experiment_id]
+    return Outcome(
+        cells=len(cells),
+        stored=len(runs),
+        lost=len(cells - set(stored)),
+        duplicated=duplicated,
+        misclassified=misclassified(runs),
+        completed=completed,
+        comment_ok=[c["body"] for c in comments] == [expected_comment(spec, runs)],
+        check_run_ok=[c["status"] for c in checks] == ["completed"],
+    )
+
+
+def leftover_sandboxes(settings: Settings) -> list[str]:
+    """Sandboxes whose teardown never came (e.g. created by a provision the crash cut off)."""
+    folder = settings.sandbox_dir
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+
+
+async def clean_up_sandboxes(settings: Settings) -> list[str]:
+    """Terminate what was left (counted first); returns the ids that were left."""
+    left = leftover_sandboxes(settings)
+    provider = create_provider(settings)
+    for sandbox_id in left:
+        with contextlib.suppress(SandboxError):
+            await (await provider.attach(sandbox_id)).terminate()
+    return left
