@@ -19,6 +19,7 @@ from tests.workflows.providers.kits import Kit, host_pids_matching, run_to_end, 
 from workflows.providers.base import FileKind
 from workflows.providers.cgroups import CONTROLLERS
 from workflows.providers.local import RUNNER, LocalSandbox
+from workflows.providers.prewarm_label import image_path
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -128,14 +129,14 @@ async def test_host_environment_and_home_folders_stay_hidden(
 
 async def test_writes_outside_out_and_world_fail(run_hostile: Run, local_kit: Kit) -> None:
     runner_before = hashlib.sha256(RUNNER.read_bytes()).hexdigest()
-    image_before = sorted(p.name for p in Path(local_kit.image).iterdir())
+    image_before = sorted(p.name for p in Path(image_path(local_kit.image)).iterdir())
     sandbox, _ = await run_hostile("python3 agents/escape_writes.py")
     attempts = await result_of(sandbox)
     private = attempts.pop("/tmp/private.txt")
     assert private == "written"  # its own tmpfs, gone with the sandbox
     assert attempts and all(outcome.startswith("failed") for outcome in attempts.values()), attempts
     assert hashlib.sha256(RUNNER.read_bytes()).hexdigest() == runner_before
-    assert sorted(p.name for p in Path(local_kit.image).iterdir()) == image_before
+    assert sorted(p.name for p in Path(image_path(local_kit.image)).iterdir()) == image_before
     assert not any(info.path.startswith("escaped") for info in await sandbox.list_files("/case"))
     assert not Path("/escaped.txt").exists() and not Path("/tmp/private.txt").exists()
 
