@@ -31,9 +31,7 @@ def upgrade() -> None:
         sa.Column("checked_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("provider", "reference", name=op.f("pk_prewarmed_images")),
     )
-    op.create_index(
-        op.f("ix_prewarmed_images_repo"), "prewarmed_images", ["repo"], unique=False
-    )
+    op.create_index(op.f("ix_prewarmed_images_repo"), "prewarmed_images", ["repo"], unique=False)
 
 
 def downgrade() -> None:
