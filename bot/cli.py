@@ -38,6 +38,11 @@ def _register_commands() -> None:
     cli.add_command(secrets.secrets_group)
     cli.add_command(regrade.regrade_command)
     cli.add_command(prewarm.prewarm_group)
+    from bot.commands import budget, cases, compare, history, wait  # agents and release managers
+
+    for extra in (compare.compare_command, wait.wait_command, cases.cases_group,
+                  history.history_command, budget.estimate_command):  # fmt: skip
+        cli.add_command(extra)
 
 
 def main() -> None:

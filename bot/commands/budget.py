@@ -1,0 +1,80 @@
+"""`evalbot estimate` — what an experiment would cost and take, before starting it.
+
+Plans the experiment exactly as `evalbot run` would (same flags) and estimates from stored runs of
+the dataset (workflows.budget). With --budget-usd, exits 4 when the estimate exceeds it, so an agent
+can check a plan against its budget before spending anything. Exit codes: 0 estimated (or no history
+to estimate from: "known": false), 2 bad input, 4 over budget.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from bot import composition
+from bot.commands.engine import _arms, _split_multi, one_sentence_errors
+from workflows.budget import estimate_experiment, format_estimate
+from workflows.engine.planning import parse_settings, plan_experiment
+from workflows.engine.planning import resolve_arms as resolve_arm_refs
+from workflows.settings import Settings
+
+OVER_BUDGET = 4
+
+
+@click.command("estimate")
+@click.option("--repo", default=".", show_default=True)
+@click.option("--dataset", required=True)
+@click.option("--base")
+@click.option("--head")
+@click.option("--arm", "arms", multiple=True)
+@click.option("--trials", type=click.IntRange(1, 100))
+@click.option("--cases", multiple=True)
+@click.option("--set", "sets", multiple=True)
+@click.option("--max-parallel", type=click.IntRange(1, 1000), default=8, show_default=True)
+@click.option("--budget-usd", type=click.FloatRange(min=0), help="Exit 4 if the estimate is above.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def estimate_command(
+    settings: Settings,
+    repo: str,
+    dataset: str,
+    base: str | None,
+    head: str | None,
+    arms: tuple[str, ...],
+    trials: int | None,
+    cases: tuple[str, ...],
+    sets: tuple[str, ...],
+    max_parallel: int,
+    budget_usd: float | None,
+    as_json: bool,
+) -> None:
+    """Estimate cost and duration of the experiment `evalbot run` would start with these flags."""
+    with one_sentence_errors():
+        arm_specs = resolve_arm_refs(
+            settings, repo, _arms(base, head, arms, parse_settings(_split_multi(sets)))
+        )
+        spec = plan_experiment(
+            settings, repo=repo, dataset=dataset, arms=arm_specs, trials=trials,
+            case_selectors=_split_multi(cases),
+        )  # fmt: skip
+        store = composition.open_store(settings)
+        estimate = estimate_experiment(store, spec, max_parallel=max_parallel)
+    over = (
+        budget_usd is not None and estimate.cost_usd is not None and estimate.cost_usd > budget_usd
+    )
+    if as_json:
+        payload = estimate.model_dump(mode="json") | {
+            "known": estimate.known,
+            "summary": format_estimate(estimate),
+            "budget_usd": budget_usd,
+            "over_budget": over,
+        }
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        click.echo(f"{dataset}: {estimate.cells} cells, {format_estimate(estimate)}")
+        if over:
+            click.echo(f"over the budget of ${budget_usd:.2f}")
+    if over:
+        sys.exit(OVER_BUDGET)

@@ -1,0 +1,121 @@
+"""Budgets: what an experiment will likely cost and take, estimated from stored runs.
+
+The estimate looks at finished runs of earlier experiments on the same dataset, preferring runs of
+an arm with the same config (model, mode...), and scales the mean cost and wall time per run to the
+planned cells. Duration assumes `max_parallel` cells in flight. `format_estimate` gives the bot's
+first-reply wording: "≈ $41, ~35 min".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict
+
+from workflows.catalog.models import ExperimentSpec
+from workflows.records import RunResult
+from workflows.store import Store
+
+HISTORY_EXPERIMENTS = 20  # newest experiments of the dataset looked at
+
+
+class Estimate(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    cells: int
+    cost_usd: float | None
+    duration_s: float | None
+    cost_per_cell_usd: float | None
+    wall_per_cell_s: float | None
+    basis_runs: int  # stored runs the estimate rests on (0: no history, no estimate)
+
+    @property
+    def known(self) -> bool:
+        return self.basis_runs > 0
+
+
+def run_cost(run: RunResult) -> float:
+    """What one run spent: the agent's own usage plus its sandbox."""
+    return run.usage.cost_usd + run.sandbox.cost_usd
+
+
+def _per_cell(runs: list[RunResult]) -> tuple[float, float] | None:
+    finished = [r for r in runs if r.wall_s > 0 or run_cost(r) > 0]
+    if not finished:
+        return None
+    cost = sum(run_cost(r) for r in finished) / len(finished)
+    wall = sum(r.wall_s for r in finished) / len(finished)
+    return cost, wall
+
+
+def estimate_from_runs(
+    spec: ExperimentSpec,
+    history: Iterable[tuple[ExperimentSpec, list[RunResult]]],
+    *,
+    max_parallel: int = 8,
+) -> Estimate:
+    """Per arm: mean cost and wall of earlier runs with that arm's config (else of any arm)."""
+    pairs = [(s, runs) for s, runs in history if s.experiment_id != spec.experiment_id]
+    all_runs = [r for _, runs in pairs for r in runs]
+    cells = len(spec.cells())
+    per_arm_cells = len(spec.case_ids) * spec.trials
+    cost_total = 0.0
+    wall_total = 0.0
+    basis = 0
+    for arm in spec.arms:
+        same = [
+            r
+            for s, runs in pairs
+            for r in runs
+            if any(a.name == r.arm and a.config == arm.config for a in s.arms)
+        ]
+        chosen = same or all_runs
+        per_cell = _per_cell(chosen)
+        if per_cell is None:
+            return Estimate(
+                cells=cells,
+                cost_usd=None,
+                duration_s=None,
+                cost_per_cell_usd=None,
+                wall_per_cell_s=None,
+                basis_runs=0,
+            )
+        basis += len(chosen)
+        cost_total += per_cell[0] * per_arm_cells
+        wall_total += per_cell[1] * per_arm_cells
+    duration = wall_total / max(1, min(max_parallel, cells))
+    return Estimate(
+        cells=cells,
+        cost_usd=round(cost_total, 6),
+        duration_s=round(duration, 3),
+        cost_per_cell_usd=round(cost_total / cells, 6),
+        wall_per_cell_s=round(wall_total / cells, 3),
+        basis_runs=basis,
+    )
+
+
+def estimate_experiment(store: Store, spec: ExperimentSpec, *, max_parallel: int = 8) -> Estimate:
+    records = store.list_experiments(dataset=spec.dataset, limit=HISTORY_EXPERIMENTS)
+    history = [(r.spec, store.list_runs(r.spec.experiment_id)) for r in records]
+    return estimate_from_runs(spec, history, max_parallel=max_parallel)
+
+
+def format_estimate(estimate: Estimate) -> str:
+    """'≈ $41, ~35 min' — or a plain note when there is no history to go on."""
+    if estimate.cost_usd is None or estimate.duration_s is None:
+        return "no estimate yet (no earlier runs of this dataset)"
+    cost = estimate.cost_usd
+    cost_text = f"${cost:.0f}" if cost >= 10 else f"${cost:.2f}"
+    minutes = estimate.duration_s / 60
+    time_text = f"~{math.ceil(minutes)} min" if minutes >= 1 else f"~{estimate.duration_s:.0f} s"
+    return f"≈ {cost_text}, {time_text}"
+
+
+def spent(runs: Iterable[RunResult]) -> float:
+    return sum(run_cost(r) for r in runs)
+
+
+def within_budget(spent_usd: float, budget_usd: float | None) -> bool:
+    """True while new cells may still be scheduled."""
+    return budget_usd is None or spent_usd < budget_usd
