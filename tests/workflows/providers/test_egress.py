@@ -6,20 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.workflows.providers.kits import Kit, run_to_end
+from tests.workflows.providers.kits import Kit, git, run_to_end
 from workflows.providers.base import SandboxSpec
 from workflows.providers.egress_proxy import Allowlist, EgressProxy, parse_head, parse_rule
 from workflows.providers.local import LocalProvider, LocalSandbox
+from workflows.providers.prewarm_label import image_path
 
 pytestmark = pytest.mark.timeout(120)
 
-PINNED = {"allowed.test": "127.0.0.1", "denied.test": "127.0.0.1", "api.allowed.test": "127.0.0.1"}
+PINNED = {name: "127.0.0.1" for name in ("allowed.test", "denied.test", "registry.test")}
 
 
 # -- policy -------------------------------------------------------------------------------------
@@ -249,3 +251,50 @@ async def test_terminate_stops_the_proxy(
         not Path(f"/proc/{proxy['pid']}/cmdline").exists()
         or b"egress_proxy" not in Path(f"/proc/{proxy['pid']}/cmdline").read_bytes()
     )
+
+
+FETCH = """
+import json, os, urllib.error, urllib.request, sys
+port = int(sys.argv[1])
+result = {"proxy": os.environ.get("HTTPS_PROXY")}
+for name in ("registry.test", "denied.test"):
+    try:
+        with urllib.request.urlopen("http://%s:%d/simple" % (name, port), timeout=5) as reply:
+            result[name] = reply.status
+            result["body"] = reply.read().decode()
+    except urllib.error.HTTPError as error:
+        result[name] = error.code
+        result[name + "-body"] = error.read().decode()
+    except Exception as error:
+        result[name] = type(error).__name__
+json.dump(result, open("fetched.json", "w"))
+"""
+
+
+async def test_builds_reach_only_the_build_allowlist(
+    local_kit: Kit, tmp_path: Path, origin: int
+) -> None:
+    repo = tmp_path / "agent"
+    repo.mkdir()
+    (repo / "fetch.py").write_text(FETCH)
+    await asyncio.to_thread(
+        subprocess.run, ["git", "init", "-q", "-b", "main", str(repo)], check=True
+    )
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "fetcher")
+    setup = f"python3 fetch.py {origin}"
+    allowed = LocalProvider(
+        tmp_path / "sandboxes",
+        tmp_path / "images",
+        build_allow_domains=[f"registry.test:{origin}"],
+        egress_resolve=PINNED,
+    )
+    image = image_path(await allowed.build_image(repo, "main", setup))
+    fetched = json.loads((Path(image) / "fetched.json").read_text())
+    assert fetched["proxy"] == "http://127.0.0.1:3128"
+    assert (fetched["registry.test"], fetched["body"]) == (200, "hello /simple")
+    assert fetched["denied.test"] == 403 and "allow_domains" in fetched["denied.test-body"]
+    offline = LocalProvider(tmp_path / "sandboxes2", tmp_path / "images2", egress_resolve=PINNED)
+    image = image_path(await offline.build_image(repo, "main", setup))
+    fetched = json.loads((Path(image) / "fetched.json").read_text())
+    assert fetched["proxy"] is None and fetched["registry.test"] == "URLError"  # no route out
