@@ -10,17 +10,37 @@ from bot.composition import open_store
 from tests.support.agent_repo import AgentRepo
 from workflows.catalog.hashing import tree_version
 from workflows.catalog.loaders import load_world
-from workflows.catalog.models import ArmSpec
+from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine.planning import plan_experiment
 from workflows.records import RunStatus
 from workflows.settings import Settings
+from workflows.store import Store
 
 
-def two_arms(repo: AgentRepo) -> list[ArmSpec]:
-    return [
+def plan(
+    settings: Settings, repo: AgentRepo, trials: int, cases: list[str] | None = None
+) -> ExperimentSpec:
+    arms = [
         ArmSpec(name="base", ref="base", commit=repo.base),
         ArmSpec(name="head", ref="head", commit=repo.head),
     ]
+    return plan_experiment(
+        settings,
+        repo=str(repo.path),
+        dataset="tiny",
+        arms=arms,
+        trials=trials,
+        case_selectors=cases or [],
+    )
+
+
+async def run_tiny(
+    settings: Settings, repo: AgentRepo, trials: int, cases: list[str]
+) -> tuple[Store, ExperimentSpec]:
+    store = open_store(settings)
+    spec = plan(settings, repo, trials, cases)
+    await run_experiment(settings, store, spec, quiet=True)
+    return store, spec
 
 
 async def test_every_cell_is_scored_once_and_head_beats_base(
@@ -29,14 +49,7 @@ async def test_every_cell_is_scored_once_and_head_beats_base(
     world = load_world(engine_settings.catalog_root, "tiny")
     version_before = tree_version(world.path)
     store = open_store(engine_settings)
-    spec = plan_experiment(
-        engine_settings,
-        repo=str(agent_repo.path),
-        dataset="tiny",
-        arms=two_arms(agent_repo),
-        trials=2,
-    )
-
+    spec = plan(engine_settings, agent_repo, trials=2)
     report = await run_experiment(engine_settings, store, spec, quiet=True)
 
     runs = store.list_runs(spec.experiment_id)
@@ -50,16 +63,7 @@ async def test_every_cell_is_scored_once_and_head_beats_base(
 async def test_runs_record_what_makes_them_reproducible(
     engine_settings: Settings, agent_repo: AgentRepo
 ) -> None:
-    store = open_store(engine_settings)
-    spec = plan_experiment(
-        engine_settings,
-        repo=str(agent_repo.path),
-        dataset="tiny",
-        arms=two_arms(agent_repo),
-        trials=2,
-        case_selectors=["consent-draft"],
-    )
-    await run_experiment(engine_settings, store, spec, quiet=True)
+    store, spec = await run_tiny(engine_settings, agent_repo, trials=2, cases=["consent-draft"])
     runs = {r.run_id: r for r in store.list_runs(spec.experiment_id)}
     world = load_world(engine_settings.catalog_root, "tiny")
 
@@ -79,16 +83,7 @@ async def test_a_run_never_sees_another_runs_world_changes(
 ) -> None:
     """Head runs write a draft into their world; base runs of the same case, running beside them,
     must find the world pristine."""
-    store = open_store(engine_settings)
-    spec = plan_experiment(
-        engine_settings,
-        repo=str(agent_repo.path),
-        dataset="tiny",
-        arms=two_arms(agent_repo),
-        trials=3,
-        case_selectors=["consent-draft"],
-    )
-    await run_experiment(engine_settings, store, spec, quiet=True)
+    store, spec = await run_tiny(engine_settings, agent_repo, trials=3, cases=["consent-draft"])
 
     for run in store.list_runs(spec.experiment_id):
         outputs = Path(run.outputs_ref)

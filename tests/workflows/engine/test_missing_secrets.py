@@ -10,7 +10,7 @@ from pathlib import Path
 from bot.commands.engine import run_experiment
 from bot.composition import open_store
 from tests.support.agent_repo import TINY_AGENT
-from workflows.catalog.models import ArmSpec
+from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine.planning import plan_experiment
 from workflows.engine.repos import commit_all, init_repo
 from workflows.records import RunStatus
@@ -28,22 +28,27 @@ def repo_with_secret_group(dest: Path) -> tuple[str, str]:
     return plain, needs_secrets
 
 
-async def test_unsynced_secret_group_fails_fast_and_says_which(
-    engine_settings: Settings, tmp_path: Path
-) -> None:
-    plain, needs_secrets = repo_with_secret_group(tmp_path / "agent")
+def plan_with_secret_arm(settings: Settings, repo: Path, trials: int) -> ExperimentSpec:
+    """Arm `plain` needs no secrets; arm `secret` names a group that was never synced."""
+    plain, needs_secrets = repo_with_secret_group(repo)
     arms = [
         ArmSpec(name="plain", ref="a", commit=plain),
         ArmSpec(name="secret", ref="b", commit=needs_secrets),
     ]
-    spec = plan_experiment(
-        engine_settings,
-        repo=str(tmp_path / "agent"),
+    return plan_experiment(
+        settings,
+        repo=str(repo),
         dataset="tiny",
         arms=arms,
-        trials=1,
+        trials=trials,
         case_selectors=["supply-governing-law"],
     )
+
+
+async def test_unsynced_secret_group_fails_fast_and_says_which(
+    engine_settings: Settings, tmp_path: Path
+) -> None:
+    spec = plan_with_secret_arm(engine_settings, tmp_path / "agent", trials=1)
     store = open_store(engine_settings)
     started = time.monotonic()
     await run_experiment(engine_settings, store, spec, quiet=True)
@@ -59,19 +64,7 @@ async def test_unsynced_secret_group_fails_fast_and_says_which(
 async def test_rerun_failed_replaces_only_the_errored_cells_once_the_cause_is_fixed(
     engine_settings: Settings, tmp_path: Path
 ) -> None:
-    plain, needs_secrets = repo_with_secret_group(tmp_path / "agent")
-    arms = [
-        ArmSpec(name="plain", ref="a", commit=plain),
-        ArmSpec(name="secret", ref="b", commit=needs_secrets),
-    ]
-    spec = plan_experiment(
-        engine_settings,
-        repo=str(tmp_path / "agent"),
-        dataset="tiny",
-        arms=arms,
-        trials=2,
-        case_selectors=["supply-governing-law"],
-    )
+    spec = plan_with_secret_arm(engine_settings, tmp_path / "agent", trials=2)
     store = open_store(engine_settings)
     await run_experiment(engine_settings, store, spec, quiet=True)
     before = {r.run_id: r for r in store.list_runs(spec.experiment_id)}
