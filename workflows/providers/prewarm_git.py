@@ -23,9 +23,7 @@ async def is_ancestor(source: Path, older: str, newer: str) -> bool:
     return code == 0
 
 
-async def newest_ancestor(
-    source: Path, sha: str, snapshots: Sequence[Snapshot]
-) -> Snapshot | None:
+async def newest_ancestor(source: Path, sha: str, snapshots: Sequence[Snapshot]) -> Snapshot | None:
     """The newest snapshot whose commit is `sha` or an ancestor of it."""
     for snapshot in snapshots[:MAX_CANDIDATES]:
         if snapshot.commit == sha or await is_ancestor(source, snapshot.commit, sha):
