@@ -123,8 +123,23 @@ def start_bot(github: tuple[str, str, int], data_dir: Path, processes: int) -> t
                "--host", "127.0.0.1", "--port", str(port), "--workers", str(processes),
                "--log-level", "warning", "--no-access-log"]  # fmt: skip
     bot = subprocess.Popen(command, env=env, cwd=REPO_ROOT / "benchmarks")
-    _wait_healthy(port, bot, processes)
+    try:
+        _wait_healthy(port, bot, processes)
+    except BaseException:
+        _stop(bot)
+        raise
     return bot, port
+
+
+def _stop(bot: Any) -> None:
+    bot.send_signal(signal.SIGINT)
+    try:
+        bot.wait(30)
+    except subprocess.TimeoutExpired:
+        for pid in reversed(_process_tree(bot.pid)):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        bot.wait(10)
 
 
 def _wait_healthy(port: int, bot: Any, processes: int) -> None:
@@ -229,10 +244,15 @@ def _json(payload: dict[str, Any]) -> bytes:
 @dataclass
 class Outcome:
     kind: str
+    due_s: float  # when it was due, from the start of the run
     latency_ms: float
     service_ms: float
     status: int
     action: str
+
+
+START = [0.0]
+REQUEST_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -246,6 +266,7 @@ async def send_all(port: int, plan: list[Delivery], rate: float, connections: in
     connection (a minimal HTTP/1.1 client: the load generator shares the CPU with the server)."""
     load, queue = Load(), asyncio.Queue[tuple[Delivery, float] | None]()
     start = time.perf_counter() + 0.2
+    START[0] = start
 
     async def produce() -> None:
         for index, item in enumerate(plan):
@@ -258,7 +279,9 @@ async def send_all(port: int, plan: list[Delivery], rate: float, connections: in
     async def connection() -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         while (job := await queue.get()) is not None:
-            await _send(reader, writer, *job, load)
+            if not await _send(reader, writer, *job, load):  # a broken connection: start afresh
+                writer.close()
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.close()
 
     await asyncio.gather(produce(), *(connection() for _ in range(connections)))
@@ -271,7 +294,7 @@ async def _send(
     item: Delivery,
     due: float,
     load: Load,
-) -> None:
+) -> bool:
     sent = time.perf_counter()
     headers = (
         f"POST /github/webhook HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -281,10 +304,10 @@ async def _send(
     )
     try:
         writer.write(headers.encode() + item.body)
-        status, body = await _response(reader)
-    except (OSError, asyncio.IncompleteReadError, ValueError) as error:
+        status, body = await asyncio.wait_for(_response(reader), REQUEST_TIMEOUT_S)
+    except (OSError, asyncio.IncompleteReadError, ValueError, TimeoutError) as error:
         load.failures.append(f"{item.kind}: {type(error).__name__}")
-        return
+        return False
     done = time.perf_counter()
     action = json.loads(body).get("action", "") if status == 200 else ""
     load.outcomes.append(
@@ -326,6 +349,14 @@ def summary(load: Load, plan: list[Delivery], wall_s: float, server: dict[str, i
             f"  {kind:<16} n={len(mine):<5} p50 {percentile(mine, 0.5):6.1f} ms · "
             f"p99 {percentile(mine, 0.99):6.1f} ms"
         )
+    by_second: dict[int, list[float]] = {}
+    for outcome in load.outcomes:
+        by_second.setdefault(int(outcome.due_s), []).append(outcome.latency_ms)
+    lines.append(
+        "p99 by second: "
+        + " ".join(f"{percentile(v, 0.99):.0f}" for _, v in sorted(by_second.items()))
+        + " ms"
+    )
     lines += accounting(load, plan, server)
     return lines
 
@@ -385,16 +416,17 @@ def main() -> None:
         where, comment_ids = gh_parent.recv()
         plan = deliveries(total, comment_ids)
         bot, port = start_bot(where, Path(tmp), args.processes)
-        pids = _process_tree(bot.pid)
-        bot_cpu_before = _tree_cpu_s(pids)
-        began, cpu_before = time.perf_counter(), _cpu_s()
-        load = asyncio.run(send_all(port, plan, args.rate, args.connections))
-        wall = time.perf_counter() - began - 0.2
-        sender_cpu = _cpu_s() - cpu_before
-        server = {**server_counts(Path(tmp)), "cpu_s": _tree_cpu_s(pids) - bot_cpu_before}
-        bot.send_signal(signal.SIGINT)
-        bot.wait(30)
-        stop.set()
+        try:
+            pids = _process_tree(bot.pid)
+            bot_cpu_before = _tree_cpu_s(pids)
+            began, cpu_before = time.perf_counter(), _cpu_s()
+            load = asyncio.run(send_all(port, plan, args.rate, args.connections))
+            wall = time.perf_counter() - began - 0.2
+            sender_cpu = _cpu_s() - cpu_before
+            server = {**server_counts(Path(tmp)), "cpu_s": _tree_cpu_s(pids) - bot_cpu_before}
+        finally:
+            _stop(bot)
+            stop.set()
         github_calls, github_cpu = gh_parent.recv()
         github.join(10)
     per = 1e3 / len(plan)
