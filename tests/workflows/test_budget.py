@@ -1,0 +1,55 @@
+"""workflows.budget: estimates from stored runs, per arm config, and the bot's wording."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.experiments import make_spec, scored_run
+from workflows.budget import estimate_from_runs, format_estimate, spent, within_budget
+from workflows.catalog.models import ArmSpec
+
+
+def test_estimate_scales_history_to_the_planned_cells() -> None:
+    past = make_spec(n_cases=2, trials=1).model_copy(update={"experiment_id": "past"})
+    runs = [scored_run(past, i, a, 0, {"x": 1.0}, cost=0.10, wall=60.0)
+            for i in range(2) for a in ("main", "pr")]  # fmt: skip
+    plan = make_spec(n_cases=10, trials=3).model_copy(update={"experiment_id": "new"})
+    estimate = estimate_from_runs(plan, [(past, runs)], max_parallel=6)
+    assert estimate.cells == 60 and estimate.known
+    assert estimate.cost_usd == pytest.approx(6.0)
+    assert estimate.duration_s == pytest.approx(60 * 60 / 6)
+    assert format_estimate(estimate) == "≈ $6.00, ~10 min"
+
+
+def test_estimate_prefers_runs_of_the_same_arm_config() -> None:
+    cheap = ArmSpec(name="main", ref="main", commit="a" * 40, config={"model": "small"})
+    dear = ArmSpec(name="pr", ref="pr", commit="b" * 40, config={"model": "large"})
+    past = make_spec(n_cases=1, trials=1).model_copy(
+        update={"experiment_id": "past", "arms": (cheap, dear)}
+    )
+    runs = [scored_run(past, 0, "main", 0, {"x": 1.0}, cost=1.0),
+            scored_run(past, 0, "pr", 0, {"x": 1.0}, cost=9.0)]  # fmt: skip
+    plan = make_spec(n_cases=5, trials=1).model_copy(
+        update={"experiment_id": "new", "arms": (dear.model_copy(update={"name": "x"}),)}
+    )
+    assert estimate_from_runs(plan, [(past, runs)]).cost_usd == pytest.approx(45.0)
+
+
+def test_no_history_means_no_estimate() -> None:
+    estimate = estimate_from_runs(make_spec(), [])
+    assert not estimate.known and estimate.cost_usd is None
+    assert "no estimate" in format_estimate(estimate)
+
+
+def test_format_rounds_large_amounts_like_the_bot_reply() -> None:
+    plan = make_spec(n_cases=41, trials=1, arms=("main",))
+    past = plan.model_copy(update={"experiment_id": "past"})
+    runs = [scored_run(past, 0, "main", 0, {"x": 1.0}, cost=1.0, wall=35 * 60 / 41 * 8)]
+    assert format_estimate(estimate_from_runs(plan, [(past, runs)])) == "≈ $41, ~35 min"
+
+
+def test_spent_and_within_budget() -> None:
+    spec = make_spec(n_cases=2, trials=1)
+    runs = [scored_run(spec, i, "main", 0, {"x": 1.0}, cost=0.25) for i in range(2)]
+    assert spent(runs) == pytest.approx(0.5)
+    assert within_budget(0.49, 0.5) and not within_budget(0.5, 0.5) and within_budget(9, None)
