@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict
 
 from workflows.catalog.models import ExperimentSpec
 from workflows.records import RunResult
+from workflows.settings import Settings
 from workflows.store import Store
 
 HISTORY_EXPERIMENTS = 20  # newest experiments of the dataset looked at
@@ -119,3 +121,38 @@ def spent(runs: Iterable[RunResult]) -> float:
 def within_budget(spent_usd: float, budget_usd: float | None) -> bool:
     """True while new cells may still be scheduled."""
     return budget_usd is None or spent_usd < budget_usd
+
+
+class BudgetExhausted(Exception):
+    """The repository's daily cap is spent: nothing may start today."""
+
+
+def spent_today(store: Store, repo: str, *, now: datetime | None = None) -> float:
+    """What the repository's experiments started this UTC day have spent so far."""
+    day = (now or datetime.now(UTC)).date()
+    total = 0.0
+    for record in store.list_experiments(repo=repo, limit=1000):
+        created = record.created_at
+        if created.tzinfo is None:
+            created = created.replace(tzinfo=UTC)
+        if created.date() == day:
+            total += spent(store.list_runs(record.spec.experiment_id))
+    return total
+
+
+def effective_budget(
+    settings: Settings, store: Store, repo: str, budget_usd: float | None
+) -> float | None:
+    """The experiment's budget: the flag, else the repo's default, else the global default —
+    lowered to what is left of the daily cap. Raises BudgetExhausted when the cap is spent."""
+    budget = budget_usd
+    if budget is None:
+        budget = settings.repo_budgets_usd.get(repo, settings.budget_usd)
+    if settings.daily_cap_usd is None:
+        return budget
+    left = settings.daily_cap_usd - spent_today(store, repo)
+    if left <= 0:
+        raise BudgetExhausted(
+            f"the daily cap of ${settings.daily_cap_usd:.2f} for {repo} is spent; try tomorrow"
+        )
+    return left if budget is None else min(budget, left)

@@ -189,6 +189,17 @@ class Settings(BaseSettings):
         0.0, ge=0, description="Judge output price per 1M tokens."
     )
 
+    # Budgets (workflows/budget.py, docs/cli.md).
+    budget_usd: float | None = Field(
+        None, ge=0, description="Default per-experiment budget when --budget-usd is not given."
+    )
+    repo_budgets_usd: dict[str, float] = Field(
+        default_factory=dict, description="Per-repository default budget (JSON: {repo: usd})."
+    )
+    daily_cap_usd: float | None = Field(
+        None, ge=0, description="Spend per repository per UTC day; experiments stop at it."
+    )
+
     @property
     def resolved_database_url(self) -> str:
         if self.database_url:

@@ -15,10 +15,16 @@ import click
 
 from bot import composition
 from bot.commands.engine import _arms, _split_multi, one_sentence_errors
-from workflows.budget import estimate_experiment, format_estimate
+from workflows.budget import (
+    BudgetExhausted,
+    effective_budget,
+    estimate_experiment,
+    format_estimate,
+)
 from workflows.engine.planning import parse_settings, plan_experiment
 from workflows.engine.planning import resolve_arms as resolve_arm_refs
 from workflows.settings import Settings
+from workflows.store import Store
 
 OVER_BUDGET = 4
 
@@ -78,3 +84,22 @@ def estimate_command(
             click.echo(f"over the budget of ${budget_usd:.2f}")
     if over:
         sys.exit(OVER_BUDGET)
+
+
+class BudgetSpent(click.ClickException):
+    exit_code = OVER_BUDGET
+
+    def show(self, file: object = None) -> None:
+        click.echo(f"evalbot: error: {self.format_message()}", err=True)
+
+
+def budget_labels(
+    settings: Settings, store: Store, repo: str, budget_usd: float | None
+) -> dict[str, str]:
+    """Spec labels carrying the experiment's budget (read by the ExperimentWorkflow and the
+    report); exit 4 when the repository's daily cap is spent already."""
+    try:
+        budget = effective_budget(settings, store, repo, budget_usd)
+    except BudgetExhausted as error:
+        raise BudgetSpent(str(error)) from None
+    return {} if budget is None else {"budget_usd": f"{budget:.6f}"}

@@ -86,6 +86,7 @@ def _arms(
 @click.option("--set", "sets", multiple=True, help="key=value config for every arm; repeatable.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--max-parallel", type=click.IntRange(1, 1000), help="Runs in flight at once.")
+@click.option("--budget-usd", type=click.FloatRange(min=0), help="Stop starting cells once spent.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
 def run_command(
@@ -100,9 +101,12 @@ def run_command(
     sets: tuple[str, ...],
     seed: int,
     max_parallel: int | None,
+    budget_usd: float | None,
     as_json: bool,
 ) -> None:
     """Run DATASET for each arm and print the diff table (each arm against the first)."""
+    from bot.commands.budget import budget_labels  # --budget-usd, per-repo default, daily cap
+
     with one_sentence_errors():
         arm_specs = resolve_arm_refs(
             settings, repo, _arms(base, head, arms, parse_settings(_split_multi(sets)))
@@ -117,6 +121,7 @@ def run_command(
             seed=seed,
         )
         store = composition.open_store(settings)
+        spec = spec.model_copy(update={"labels": budget_labels(settings, store, repo, budget_usd)})
         report = asyncio.run(run_experiment(settings, store, spec, max_parallel, quiet=as_json))
     _print_report(report, as_json)
 

@@ -127,6 +127,7 @@ class RunSummary:
     run_id: str
     status: str
     score: float | None = None
+    cost_usd: float = 0.0  # agent + sandbox: the ExperimentWorkflow keeps a running total (budget)
 
 
 @dataclass
@@ -145,6 +146,8 @@ class Progress:
     errored: int = 0
     cancelled: int = 0
     done: bool = False
+    spent_usd: float = 0.0  # what finished cells cost (agent + sandbox)
+    stopped_by_budget: bool = False  # cells were left unstarted: spent reached the budget
 
     @property
     def finished(self) -> int:
@@ -152,4 +155,9 @@ class Progress:
 
 
 def summarize(result: RunResult) -> RunSummary:
-    return RunSummary(run_id=result.run_id, status=result.status.value, score=result.score)
+    return RunSummary(
+        run_id=result.run_id,
+        status=result.status.value,
+        score=result.score,
+        cost_usd=result.usage.cost_usd + result.sandbox.cost_usd,
+    )

@@ -179,6 +179,8 @@ class ExperimentWorkflow:
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.changed = False
         self.finished = False
+        self.spent_usd = 0.0  # running total of finished cells' cost (RunSummary.cost_usd)
+        self.stopped_by_budget = False
 
     @workflow.run
     async def run(self, job: ExperimentInput) -> Progress:
@@ -241,9 +243,14 @@ class ExperimentWorkflow:
     ) -> None:
         """Start cells in order as slots free up; cells not yet started when cancelled are not."""
         limit = max(1, job.max_parallel)
+        budget = _budget_usd(job)
         for cell in cells:
             await workflow.wait_condition(lambda: self.in_flight < limit or self.cancel_requested)
             if self.cancel_requested:
+                self._set(cell.run_id, "cancelled")
+                continue
+            if budget is not None and self.spent_usd >= budget:  # finish what runs, start no more
+                self.stopped_by_budget = True
                 self._set(cell.run_id, "cancelled")
                 continue
             self.in_flight += 1
@@ -275,6 +282,7 @@ class ExperimentWorkflow:
                 task_queue=run.queues.runs,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             )
+            self.spent_usd += summary.cost_usd
             self._set(run_id, "scored" if summary.status == "scored" else "errored")
         except ChildWorkflowError as error:
             if self.cancel_requested:
@@ -344,7 +352,21 @@ class ExperimentWorkflow:
         counts = {state: 0 for state in ("queued", "running", "scored", "errored", "cancelled")}
         for state in self.states.values():
             counts[state] += 1
-        return Progress(total=len(self.states), done=self.finished, **counts)
+        return Progress(
+            total=len(self.states),
+            done=self.finished,
+            spent_usd=round(self.spent_usd, 6),
+            stopped_by_budget=self.stopped_by_budget,
+            **counts,
+        )
+
+
+BUDGET_LABEL = "budget_usd"  # spec label: the experiment's budget in USD (workflows.budget)
+
+
+def _budget_usd(job: ExperimentInput) -> float | None:
+    value = job.spec.labels.get(BUDGET_LABEL)
+    return float(value) if value else None
 
 
 def _heartbeat(queues: StageQueues) -> timedelta:

@@ -15,6 +15,7 @@ from workflows.report.models import (
     ArmComparison,
     ArmInfo,
     ArmSummary,
+    BudgetNote,
     ExperimentReport,
     Progress,
     RunErrorItem,
@@ -59,7 +60,19 @@ def build_report(
         error_classes=error_classes(spec.experiment_id, ordered),
         rubric=rubric_check(ordered, current_rubric),
         images=image_notes(spec, ordered),
+        budget=_budget(spec, ordered),
     )
+
+
+def _budget(spec: ExperimentSpec, runs: list[RunResult]) -> BudgetNote | None:
+    """Stopped by budget: cells are missing and what ran spent the budget (workflows/budget.py)."""
+    label = spec.labels.get("budget_usd")
+    if not label:
+        return None
+    budget = float(label)
+    spent = round(sum(r.usage.cost_usd + r.sandbox.cost_usd for r in runs), 6)
+    stopped = len(runs) < len(spec.cells()) and spent >= budget
+    return BudgetNote(budget_usd=budget, spent_usd=spent, stopped=stopped)
 
 
 def _baseline(spec: ExperimentSpec, baseline_arm: str | None) -> str:

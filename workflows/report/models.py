@@ -200,6 +200,14 @@ class ImageNote(ReportModel):
     warnings: list[str] = Field(default_factory=list, description="e.g. 'cold build: 3m12s'.")
 
 
+class BudgetNote(ReportModel):
+    """The experiment's budget (spec label `budget_usd`) and whether it stopped the experiment."""
+
+    budget_usd: float
+    spent_usd: float
+    stopped: bool = Field(description="Cells were left unstarted because spent reached budget.")
+
+
 class ExperimentReport(ReportModel):
     experiment_id: str
     dataset: str
@@ -216,3 +224,4 @@ class ExperimentReport(ReportModel):
     error_classes: list[ErrorClass] = Field(default_factory=list)
     rubric: RubricCheck = Field(default_factory=RubricCheck)
     images: list[ImageNote] = Field(default_factory=list, description="How arms were built.")
+    budget: BudgetNote | None = None

@@ -1,0 +1,90 @@
+"""A budget smaller than the experiment's cost, through the real Temporal dev server and the local
+sandbox provider: the ExperimentWorkflow stops starting cells once the finished ones spent the
+budget, finishes what is running, and the report marks the partial result as stopped by budget."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from bot.commands.engine import run_experiment
+from bot.composition import open_store
+from bot.render import render_markdown
+from tests.support.agent_repo import TINY_CATALOG, tiny_agent_repo
+from workflows.budget import spent
+from workflows.catalog.models import ArmSpec
+from workflows.engine.devserver import DevServer
+from workflows.engine.planning import plan_experiment
+from workflows.settings import Settings
+
+
+@pytest.fixture
+def settings(tmp_path: Path, temporal_server: DevServer) -> Settings:
+    suffix = uuid.uuid4().hex[:8]
+    return Settings(
+        data_dir=tmp_path / "evalbot",
+        catalog_root=TINY_CATALOG,
+        temporal_address=temporal_server.address,
+        run_task_queue=f"runs-{suffix}",
+        collect_task_queue=f"collect-{suffix}",
+        score_task_queue=f"score-{suffix}",
+        poll_interval_s=0.2,
+    )
+
+
+async def test_budget_stops_scheduling_and_reports_a_partial_result(
+    settings: Settings, tmp_path: Path
+) -> None:
+    repo = tiny_agent_repo(tmp_path / "agent")
+    budget = 1e-6  # far below one cell of the tiny agent
+    max_parallel = 2
+    spec = plan_experiment(
+        settings,
+        repo=str(repo.path),
+        dataset="tiny",
+        arms=[
+            ArmSpec(name="base", ref="base", commit=repo.base),
+            ArmSpec(name="head", ref="head", commit=repo.head),
+        ],
+        trials=1,
+        labels={"budget_usd": str(budget)},
+    )
+    assert len(spec.cells()) == 10
+    store = open_store(settings)
+    report = await run_experiment(settings, store, spec, max_parallel, quiet=True)
+
+    runs = store.list_runs(spec.experiment_id)
+    costs = [r.usage.cost_usd + r.sandbox.cost_usd for r in runs]
+    assert all(c > 0 for c in costs), costs  # the tiny agent reports what it spent
+    # stopped early: only the cells already in flight when the first finished one spent the budget
+    assert 1 <= len(runs) <= max_parallel
+    assert spent(runs) <= budget + max_parallel * max(costs)
+    record = store.get_experiment(spec.experiment_id)
+    assert record is not None and record.status == "completed"
+
+    assert report.budget is not None and report.budget.stopped
+    assert report.budget.spent_usd == pytest.approx(spent(runs), abs=1e-6)
+    assert not report.progress.complete and report.progress.cells_done == len(runs)
+    markdown = render_markdown(report)
+    assert "Stopped by budget" in markdown and "a partial result" in markdown
+    assert "Running:" not in markdown
+
+
+async def test_a_budget_above_the_cost_changes_nothing(settings: Settings, tmp_path: Path) -> None:
+    repo = tiny_agent_repo(tmp_path / "agent")
+    spec = plan_experiment(
+        settings,
+        repo=str(repo.path),
+        dataset="tiny",
+        arms=[ArmSpec(name="head", ref="head", commit=repo.head)],
+        trials=1,
+        case_selectors=["supply-governing-law", "lease-rent"],
+        labels={"budget_usd": "100"},
+    )
+    store = open_store(settings)
+    report = await run_experiment(settings, store, spec, 1, quiet=True)
+    assert report.progress.complete
+    assert report.budget is not None and not report.budget.stopped
+    assert "Stopped by budget" not in render_markdown(report)
