@@ -87,6 +87,7 @@ def _arms(
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--max-parallel", type=click.IntRange(1, 1000), help="Runs in flight at once.")
 @click.option("--budget-usd", type=click.FloatRange(min=0), help="Stop starting cells once spent.")
+@click.option("--trigger", default="cli", show_default=True, help="'main' for a main evaluation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
 def run_command(
@@ -102,6 +103,7 @@ def run_command(
     seed: int,
     max_parallel: int | None,
     budget_usd: float | None,
+    trigger: str,
     as_json: bool,
 ) -> None:
     """Run DATASET for each arm and print the diff table (each arm against the first)."""
@@ -119,6 +121,7 @@ def run_command(
             trials=trials,
             case_selectors=_split_multi(cases),
             seed=seed,
+            trigger=trigger,
         )
         store = composition.open_store(settings)
         spec = spec.model_copy(update={"labels": budget_labels(settings, store, repo, budget_usd)})
