@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from bot.dashboard import dashboard_router
 from bot.github.auth import GitHubConfigError
 from bot.github.client import GitHubClients
 from bot.github.gateway import RepoGateway
@@ -33,6 +34,8 @@ def create_app(
     app.include_router(
         webhook_api(secret, settings.max_body_bytes, build_router(), service, DeliveryGate(store))
     )
+
+    app.include_router(dashboard_router(settings, store))  # /dashboard (docs/dashboard.md)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:

@@ -189,6 +189,14 @@ class Settings(BaseSettings):
         0.0, ge=0, description="Judge output price per 1M tokens."
     )
 
+    # Dashboard (bot/dashboard/, docs/dashboard.md): a static token locally, GitHub OAuth limited
+    # to an organisation in production.
+    dashboard_token: SecretStr | None = Field(None, description="Static dashboard token (local).")
+    dashboard_github_org: str = Field("", description="GitHub org whose members may sign in.")
+    github_oauth_client_id: str = Field("", description="GitHub OAuth app client id.")
+    github_oauth_client_secret: SecretStr | None = Field(None, description="OAuth client secret.")
+    github_oauth_url: str = Field("https://github.com", description="Where /login/oauth lives.")
+
     # Budgets (workflows/budget.py, docs/cli.md).
     budget_usd: float | None = Field(
         None, ge=0, description="Default per-experiment budget when --budget-usd is not given."

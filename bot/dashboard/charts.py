@@ -1,0 +1,84 @@
+"""The history chart as inline SVG: main's overall score over commits with 95% intervals, release
+tags marked and regressions linked to their experiment. Every text is escaped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from markupsafe import Markup, escape
+
+from workflows.history import HistoryPoint
+
+WIDTH, HEIGHT, PAD = 760, 280, 40
+
+
+@dataclass(frozen=True)
+class ChartPoint:
+    point: HistoryPoint
+    url: str
+    regression: bool = False
+    release: str = ""
+
+
+def history_svg(points: list[ChartPoint]) -> Markup:
+    if not points:
+        return Markup("<p>No main evaluations yet.</p>")
+    step = (WIDTH - 2 * PAD) / max(1, len(points) - 1)
+
+    def x(i: int) -> float:
+        return PAD + i * step if len(points) > 1 else WIDTH / 2
+
+    def y(value: float) -> float:
+        return HEIGHT - PAD - max(0.0, min(1.0, value)) * (HEIGHT - 2 * PAD)
+
+    parts = [
+        f'<svg class="history-chart" role="img" aria-label="overall score over commits" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" '
+        'xmlns="http://www.w3.org/2000/svg">',
+        f'<line x1="{PAD}" y1="{y(0)}" x2="{WIDTH - PAD}" y2="{y(0)}" stroke="#999"/>',
+        f'<line x1="{PAD}" y1="{y(0)}" x2="{PAD}" y2="{y(1)}" stroke="#999"/>',
+    ]
+    for tick in (0.0, 0.5, 1.0):
+        parts.append(
+            f'<text x="{PAD - 6}" y="{y(tick) + 4}" font-size="10" text-anchor="end">{tick}</text>'
+        )
+    line = [
+        f"{x(i):.1f},{y(c.point.overall.mean):.1f}"
+        for i, c in enumerate(points)
+        if c.point.overall.mean is not None
+    ]
+    if line:
+        parts.append(
+            f'<polyline fill="none" stroke="#0366d6" stroke-width="2" points="{" ".join(line)}"/>'
+        )
+    for i, chart in enumerate(points):
+        p = chart.point
+        if p.overall.mean is None:
+            continue
+        if p.overall.ci_low is not None and p.overall.ci_high is not None:
+            parts.append(
+                f'<line class="interval" x1="{x(i):.1f}" y1="{y(p.overall.ci_low):.1f}" '
+                f'x2="{x(i):.1f}" y2="{y(p.overall.ci_high):.1f}" stroke="#0366d6" '
+                'stroke-opacity="0.5" stroke-width="6"/>'
+            )
+        colour = "#d73a49" if chart.regression else "#0366d6"
+        css = "point regression" if chart.regression else "point"
+        title = escape(f"{p.short_sha} {p.date:%Y-%m-%d}: {p.overall.mean:.3f}")
+        parts.append(
+            f'<a href="{escape(chart.url)}"><circle class="{css}" '
+            f'cx="{x(i):.1f}" cy="{y(p.overall.mean):.1f}" r="5" fill="{colour}">'
+            f"<title>{title}</title></circle></a>"
+        )
+        parts.append(
+            f'<text x="{x(i):.1f}" y="{HEIGHT - PAD + 14}" font-size="10" '
+            f'text-anchor="middle">{escape(p.short_sha)}</text>'
+        )
+        if chart.release:
+            parts.append(
+                f'<line class="release" x1="{x(i):.1f}" y1="{y(1)}" x2="{x(i):.1f}" y2="{y(0)}" '
+                'stroke="#28a745" stroke-dasharray="4 3"/>'
+                f'<text x="{x(i) + 3:.1f}" y="{y(1) + 10}" font-size="10" fill="#28a745">'
+                f"{escape(chart.release)}</text>"
+            )
+    parts.append("</svg>")
+    return Markup("".join(parts))  # noqa: S704 — every interpolated text above is escaped

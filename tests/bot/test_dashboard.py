@@ -1,0 +1,166 @@
+"""The dashboard on the bot's app (create_app): auth refuses strangers; the list, experiment and
+history pages show what a person needs; transcripts are streamed. Browser checks are in
+test_dashboard_browser.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from bot.app import create_app
+from bot.dashboard import auth
+from bot.github.client import ClientOptions, GitHubClients
+from tests.bot.conftest import AppServer
+from tests.fakes.launcher import FakeLauncher
+from tests.support.experiments import make_spec, scored_run
+from workflows.records import RunResult
+from workflows.settings import Settings
+from workflows.store import Store
+
+TOKEN = "local-dashboard-token"
+
+
+@dataclass
+class Dashboard:
+    url: str
+    store: Store
+    settings: Settings
+
+
+def _with_outputs(run: RunResult, root: Path, answer: str) -> RunResult:
+    folder = root / run.run_id.replace("/", "_")
+    (folder / "out").mkdir(parents=True)
+    (folder / "out" / "answer.md").write_text(answer)
+    lines = [json.dumps({"step": i, "text": f"{run.arm} thinking {i}"}) for i in range(2000)]
+    (folder / "out" / "transcript.jsonl").write_text("\n".join(lines) + "\n")
+    return run.model_copy(update={"outputs_ref": str(folder)})
+
+
+def populate(store: Store, outputs: Path) -> None:
+    """A PR experiment with answers and transcripts, and three main evaluations of `bar` (the
+    second one a regression, the third tagged as a release)."""
+    spec = make_spec(n_cases=3, trials=1).model_copy(
+        update={"experiment_id": "exp-pr-7", "labels": {"github_repo": "acme/agent",
+                                                        "pull_request": "7"}}
+    )  # fmt: skip
+    store.save_experiment(spec)
+    for i in range(3):
+        for arm, value in (("main", 0.0), ("pr", 1.0)):
+            run = scored_run(spec, i, arm, 0, {"accuracy": value})
+            criteria = tuple(
+                c.model_copy(update={"rationale": f"{arm} rationale for case {i}"})
+                for c in run.criteria
+            )
+            run = run.model_copy(update={"criteria": criteria})
+            store.save_run(_with_outputs(run, outputs, f"Answer of {arm} to case {i}."))
+    store.set_experiment_status("exp-pr-7", "completed")
+    for n, (base_value, head_value, labels) in enumerate(
+        [(0.2, 0.6, {}), (0.6, 0.1, {}), (0.1, 0.7, {"release": "v1.2"})]
+    ):
+        main = make_spec(n_cases=8, trials=1).model_copy(
+            update={"experiment_id": f"main-{n}", "trigger": "main", "labels": labels}
+        )
+        store.save_experiment(main)
+        for i in range(8):
+            jitter = 0.05 * (i % 3)
+            store.save_run(scored_run(main, i, "main", 0, {"accuracy": base_value + jitter}))
+            store.save_run(scored_run(main, i, "pr", 0, {"accuracy": head_value + jitter}))
+        store.set_experiment_status(f"main-{n}", "completed")
+
+
+@pytest.fixture
+def dashboard(bot_settings: Settings, store: Store, tmp_path: Path) -> Iterator[Dashboard]:
+    settings = bot_settings.model_copy(update={"dashboard_token": SecretStr(TOKEN)})
+    populate(store, tmp_path / "blobs")
+    clients = GitHubClients(settings, options=ClientOptions.fast())
+    with AppServer(create_app(settings, FakeLauncher(), store, github=clients)) as server:
+        yield Dashboard(server.url, store, settings)
+
+
+def client(d: Dashboard, token: str | None = TOKEN) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=d.url, headers=headers, follow_redirects=False)
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/dashboard/", "/dashboard/experiments/exp-pr-7", "/dashboard/datasets/bar/history",
+     "/dashboard/runs/exp-pr-7/case-00/pr/0/transcript"],
+)  # fmt: skip
+def test_unauthenticated_requests_are_refused(dashboard: Dashboard, path: str) -> None:
+    with client(dashboard, None) as anonymous:
+        refused = anonymous.get(path)
+        assert refused.status_code == 401
+        assert "Answer of" not in refused.text and "thinking" not in refused.text
+        browser = anonymous.get(path, headers={"Accept": "text/html"})
+        assert browser.status_code == 303 and browser.headers["location"] == "/dashboard/login"
+    with client(dashboard, "wrong-token") as wrong:
+        assert wrong.get(path).status_code == 401
+    forged = auth.session_cookie(
+        dashboard.settings.model_copy(update={"dashboard_token": SecretStr("other")}), "eve"
+    )
+    with httpx.Client(base_url=dashboard.url, cookies={auth.COOKIE: forged}) as eve:
+        assert eve.get(path).status_code == 401
+
+
+def test_login_form_sets_a_session_cookie(dashboard: Dashboard) -> None:
+    with httpx.Client(base_url=dashboard.url) as browser:
+        assert "Dashboard token" in browser.get("/dashboard/login").text
+        bad = browser.post("/dashboard/login", data={"token": "nope"})
+        assert bad.status_code == 401 and "not valid" in bad.text
+        good = browser.post("/dashboard/login", data={"token": TOKEN}, follow_redirects=False)
+        assert good.status_code == 303
+        assert browser.get("/dashboard/").status_code == 200
+
+
+def test_list_filters(dashboard: Dashboard) -> None:
+    with client(dashboard) as c:
+        page = c.get("/dashboard/").text
+        assert "exp-pr-7" in page and "main-2" in page
+        by_pr = c.get("/dashboard/", params={"pr": "7"}).text
+        assert "exp-pr-7" in by_pr and "main-2" not in by_pr
+        by_trigger = c.get("/dashboard/", params={"trigger": "main"}).text
+        assert "main-0" in by_trigger and "exp-pr-7" not in by_trigger
+        assert "No experiments match" in c.get("/dashboard/", params={"dataset": "x"}).text
+
+
+def test_experiment_page_shows_the_table_and_both_answers(dashboard: Dashboard) -> None:
+    with client(dashboard) as c:
+        page = c.get("/dashboard/experiments/exp-pr-7").text
+    assert "| criterion |" not in page and "<table" in page and "accuracy" in page
+    for arm in ("main", "pr"):
+        assert f"Answer of {arm} to case 1." in page
+        assert f"{arm} rationale for case 1" in page
+    assert "/dashboard/runs/exp-pr-7/case-01/pr/0/transcript" in page
+    with client(dashboard) as c:
+        assert c.get("/dashboard/experiments/nope").status_code == 404
+
+
+def test_transcripts_are_streamed_whole(dashboard: Dashboard) -> None:
+    with (
+        client(dashboard) as c,
+        c.stream("GET", "/dashboard/runs/exp-pr-7/case-01/pr/0/transcript") as response,
+    ):
+        assert response.status_code == 200
+        assert "content-length" not in response.headers  # chunked: never read into memory whole
+        body = b"".join(response.iter_bytes())
+    lines = body.decode().splitlines()
+    assert len(lines) == 2000 and json.loads(lines[-1])["text"] == "pr thinking 1999"
+
+
+def test_history_page_charts_main_with_intervals_release_and_regression(
+    dashboard: Dashboard,
+) -> None:
+    with client(dashboard) as c:
+        page = c.get("/dashboard/datasets/bar/history").text
+    assert page.count('class="point') == 3 and page.count('class="interval"') == 3
+    assert page.count('class="point regression"') == 1
+    assert 'href="/dashboard/experiments/main-1"' in page and "(regression)" in page
+    assert 'class="release"' in page and "v1.2" in page
+    assert "exp-pr-7" not in page
