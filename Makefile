@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
-APT_PACKAGES := bubblewrap postgresql git util-linux
+APT_PACKAGES := bubblewrap postgresql git util-linux chromium
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test bootstrap system-packages lint typecheck actionlint unit clean
@@ -21,6 +21,7 @@ system-packages:
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	command -v git >/dev/null || missing="$$missing git"; \
 	command -v setpriv >/dev/null || missing="$$missing util-linux"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
