@@ -13,6 +13,7 @@ from bot.github.auth import GitHubConfigError
 from bot.github.client import GitHubClients
 from bot.github.gateway import RepoGateway
 from bot.launcher import Launcher, TemporalLauncher
+from bot.metrics import metrics_router
 from bot.service import EvalService
 from bot.webhooks.deliveries import DeliveryGate, DeliveryLog
 from bot.webhooks.endpoint import webhook_api
@@ -36,6 +37,7 @@ def create_app(
     )
 
     app.include_router(dashboard_router(settings, store))  # /dashboard (docs/dashboard.md)
+    app.include_router(metrics_router(store, settings.resolved_database_url))  # GET /metrics
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
