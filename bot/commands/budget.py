@@ -21,6 +21,7 @@ from workflows.budget import (
     estimate_experiment,
     format_estimate,
 )
+from workflows.catalog.models import ExperimentSpec
 from workflows.engine.planning import parse_settings, plan_experiment
 from workflows.engine.planning import resolve_arms as resolve_arm_refs
 from workflows.settings import Settings
@@ -103,3 +104,11 @@ def budget_labels(
     except BudgetExhausted as error:
         raise BudgetSpent(str(error)) from None
     return {} if budget is None else {"budget_usd": f"{budget:.6f}"}
+
+
+def estimate_line(store: Store, spec: ExperimentSpec, max_parallel: int | None) -> str:
+    """'≈ $41, ~35 min' (or 'no estimate yet ...'), plus the budget when there is one."""
+    estimate = estimate_experiment(store, spec, max_parallel=max_parallel or 8)
+    line = f"{estimate.cells} cells, {format_estimate(estimate)}"
+    budget = spec.labels.get("budget_usd")
+    return f"{line}; budget ${float(budget):.2f}" if budget else line

@@ -107,7 +107,7 @@ def run_command(
     as_json: bool,
 ) -> None:
     """Run DATASET for each arm and print the diff table (each arm against the first)."""
-    from bot.commands.budget import budget_labels  # --budget-usd, per-repo default, daily cap
+    from bot.commands.budget import budget_labels, estimate_line  # budgets, estimate
 
     with one_sentence_errors():
         arm_specs = resolve_arm_refs(
@@ -125,6 +125,9 @@ def run_command(
         )
         store = composition.open_store(settings)
         spec = spec.model_copy(update={"labels": budget_labels(settings, store, repo, budget_usd)})
+        if not as_json:
+            parallel = max_parallel or settings.resolved_experiment_parallelism
+            click.echo(f"estimate: {estimate_line(store, spec, parallel)}", err=True)
         report = asyncio.run(run_experiment(settings, store, spec, max_parallel, quiet=as_json))
     _print_report(report, as_json)
 

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
 import pytest
 
 from tests.support.experiments import make_spec, scored_run
-from workflows.budget import estimate_from_runs, format_estimate, spent, within_budget
+from workflows.budget import (
+    BudgetExhausted,
+    effective_budget,
+    estimate_from_runs,
+    format_estimate,
+    spent,
+    spent_today,
+    within_budget,
+)
 from workflows.catalog.models import ArmSpec
+from workflows.settings import Settings
+from workflows.store import Store
 
 
 def test_estimate_scales_history_to_the_planned_cells() -> None:
@@ -53,3 +66,25 @@ def test_spent_and_within_budget() -> None:
     runs = [scored_run(spec, i, "main", 0, {"x": 1.0}, cost=0.25) for i in range(2)]
     assert spent(runs) == pytest.approx(0.5)
     assert within_budget(0.49, 0.5) and not within_budget(0.5, 0.5) and within_budget(9, None)
+
+
+def test_daily_cap_lowers_the_budget_and_refuses_when_spent(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'evalbot.db'}")
+    store.migrate()
+    settings = Settings(data_dir=tmp_path, daily_cap_usd=1.0, budget_usd=0.8,
+                        repo_budgets_usd={"/other": 0.1})  # fmt: skip
+    assert effective_budget(settings, store, "/repo", None) == pytest.approx(0.8)
+    assert effective_budget(settings, store, "/repo", 5.0) == pytest.approx(1.0)
+    assert effective_budget(settings, store, "/other", None) == pytest.approx(0.1)
+    spec = make_spec(n_cases=3, trials=1)  # repo "/repo"
+    store.save_experiment(spec)
+    for i in range(3):
+        store.save_run(scored_run(spec, i, "main", 0, {"x": 1.0}, cost=0.25))
+    assert spent_today(store, "/repo") == pytest.approx(0.75)
+    assert effective_budget(settings, store, "/repo", None) == pytest.approx(0.25)
+    assert spent_today(store, "/repo", now=datetime.now(UTC) + timedelta(days=1)) == 0
+    store.save_run(scored_run(spec, 0, "pr", 0, {"x": 1.0}, cost=0.25))
+    with pytest.raises(BudgetExhausted, match="daily cap"):
+        effective_budget(settings, store, "/repo", 2.0)
+    no_cap = settings.model_copy(update={"daily_cap_usd": None})
+    assert effective_budget(no_cap, store, "/repo", 2.0) == 2.0
