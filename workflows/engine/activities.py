@@ -58,10 +58,12 @@ from workflows.redaction import Redactor
 from workflows.scoring import JudgeUnavailable, RubricError
 from workflows.secret_store import SecretStoreError
 from workflows.settings import Settings
+from workflows.store.errors import StoreError
 
 STATE_FILE = "/out/.state.json"
 HOST_TIMEOUT_GRACE_S = 30
 RUNNER_LOST = "RunnerLost"
+STORE_OUTAGE_S = 600  # how long `score` waits for the store to come back
 
 
 class RunStore(Protocol):
@@ -315,8 +317,24 @@ class RunActivities:
                 ),
             }
         )
-        await asyncio.to_thread(self.store.save_run, result)
+        await self._save(result)
         return summarize(result)
+
+    async def _save(self, result: RunResult) -> None:
+        """Save a graded run, waiting out a store outage (a database restart or failover) for up
+        to STORE_OUTAGE_S: stage retries alone last ~15 s, after which a run that scored would
+        be recorded as a sandbox error."""
+        deadline, delay = time.monotonic() + STORE_OUTAGE_S, 0.5
+        while True:
+            try:
+                await asyncio.to_thread(self.store.save_run, result)
+                return
+            except StoreError as error:
+                if time.monotonic() + delay > deadline:
+                    raise
+                activity.logger.warning("the store is unavailable, retrying: %s", error)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
 
     async def _grade(self, job: ScoreInput) -> tuple[tuple[CriterionScore, ...], RunStatus, str]:
         case = self.catalog.case(job.run.dataset, job.run.cell.case_id)
