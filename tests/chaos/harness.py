@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,8 @@ from workflows.engine.planning import plan_experiment
 from workflows.engine.repos import commit_all, init_repo
 from workflows.providers import create_provider
 from workflows.providers.base import SandboxError
+from workflows.providers.cgroups import CGROUP_ROOT
+from workflows.providers.layout import new_sandbox_id
 from workflows.records import RunResult, RunStatus
 from workflows.report import build_report
 from workflows.settings import Settings
@@ -209,6 +211,8 @@ class Outcome:
     completed: bool
     comment_ok: bool
     check_run_ok: bool
+    orphaned: list[str] = field(default_factory=list)  # sandboxes the test had to tear down
+    residue: list[str] = field(default_factory=list)  # what was still on the host after that
 
     def figures(self) -> dict[str, Any]:
         return {
@@ -219,6 +223,8 @@ class Outcome:
             "duplicated": self.duplicated,
             "misclassified": len(self.misclassified),
             "comment_ok": self.comment_ok and self.check_run_ok,
+            "orphaned_sandboxes": len(self.orphaned),
+            "host_residue": len(self.residue),
         }
 
     def check(self) -> None:
@@ -228,6 +234,7 @@ class Outcome:
         assert self.stored == self.cells
         assert self.comment_ok, "the PR comment does not show the stored results"
         assert self.check_run_ok, "the check run is not completed"
+        assert self.residue == [], f"left on the host: {self.residue[:5]}"
 
 
 async def run_executions(client: Client, spec: ExperimentSpec) -> Counter[str]:
@@ -330,3 +337,13 @@ async def clean_up_sandboxes(settings: Settings) -> list[str]:
         with contextlib.suppress(SandboxError):
             await (await provider.attach(sandbox_id)).terminate()
     return left
+
+
+def host_residue(settings: Settings, spec: ExperimentSpec) -> list[str]:
+    """Cgroups, mounts and sandbox folders of this experiment still on the host (after clean-up
+    there should be none)."""
+    slug = new_sandbox_id(spec.experiment_id).rsplit("-", 1)[0]
+    cgroups = [str(path) for path in CGROUP_ROOT.glob(f"*/evalbot/{slug}*") if path.is_dir()]
+    with open("/proc/self/mounts", encoding="utf-8") as handle:
+        mounts = [line.split()[1] for line in handle if str(settings.sandbox_dir) in line]
+    return cgroups + mounts + leftover_sandboxes(settings)

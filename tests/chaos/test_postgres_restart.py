@@ -20,6 +20,7 @@ from tests.chaos.harness import (
     ChaosAgent,
     WorkerProcess,
     clean_up_sandboxes,
+    host_residue,
     outcome,
     plan,
     reporter,
@@ -95,23 +96,23 @@ async def test_postgres_restarted_while_results_are_stored(
     outages = [rng.uniform(2, 6), FAILOVER_S]
     stopped_at: list[int] = []
     completed = False
-    with WorkerProcess(settings, tmp_path / "worker.log"):
-        try:
-            await start_experiment(
-                client, settings, spec, reporter=reporter(REPO, PR), max_parallel=50
-            )
-            for threshold, down_s in zip(thresholds, outages, strict=True):
-                floor = stopped_at[-1] + 10 if stopped_at else 0
-                await wait_stored(store, spec.experiment_id, max(threshold, floor), 180)
-                stopped_at.append(sum(store.count_runs(spec.experiment_id).values()))
-                await asyncio.to_thread(stop, postgres)
-                await asyncio.sleep(down_s)  # the worker keeps collecting; storing fails
-                await asyncio.to_thread(start, postgres)
-            await asyncio.wait_for(wait_for(client, spec.experiment_id), timeout=240)
-            completed = True
-        finally:
-            await clean_up_sandboxes(settings)
+    worker = WorkerProcess(settings, tmp_path / "worker.log").start()
+    try:
+        await start_experiment(client, settings, spec, reporter=reporter(REPO, PR), max_parallel=50)
+        for threshold, down_s in zip(thresholds, outages, strict=True):
+            floor = stopped_at[-1] + 10 if stopped_at else 0
+            await wait_stored(store, spec.experiment_id, max(threshold, floor), 180)
+            stopped_at.append(sum(store.count_runs(spec.experiment_id).values()))
+            await asyncio.to_thread(stop, postgres)
+            await asyncio.sleep(down_s)  # the worker keeps collecting; storing fails meanwhile
+            await asyncio.to_thread(start, postgres)
+        await asyncio.wait_for(wait_for(client, spec.experiment_id), timeout=240)
+        completed = True
+    finally:
+        worker.kill()
+        left = await clean_up_sandboxes(settings)
     result = await outcome(client, store, github, spec, (REPO, PR), completed=completed)
+    result.orphaned, result.residue = left, host_residue(settings, spec)
     store.close()
 
     record(

@@ -17,6 +17,7 @@ from tests.chaos.harness import (
     ChaosAgent,
     WorkerProcess,
     clean_up_sandboxes,
+    host_residue,
     outcome,
     plan,
     reporter,
@@ -63,8 +64,9 @@ async def test_temporal_server_killed_and_restarted(
         result = await outcome(client, store, github, spec, (REPO, PR), completed=completed)
     finally:
         worker.kill()
-        await clean_up_sandboxes(settings)
+        left = await clean_up_sandboxes(settings)
         server.stop()
+    result.orphaned, result.residue = left, host_residue(settings, spec)
 
     record(
         "fault",

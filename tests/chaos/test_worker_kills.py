@@ -16,6 +16,7 @@ from tests.chaos.harness import (
     ChaosAgent,
     WorkerProcess,
     clean_up_sandboxes,
+    host_residue,
     outcome,
     plan,
     reporter,
@@ -58,12 +59,12 @@ async def test_worker_sigkilled_five_times(
         left = await clean_up_sandboxes(settings)
 
     result = await outcome(client, store, github, spec, (REPO, PR), completed=completed)
+    result.orphaned, result.residue = left, host_residue(settings, spec)
     record(
         "fault",
         "worker SIGKILL x5",
         faults_injected=len(killed_at),
         **result.figures(),
-        orphaned_sandboxes=len(left),
         detail=f"killed after {killed_at} of {cells} results",
     )
     assert len(killed_at) == KILLS and max(killed_at) < cells, killed_at  # all mid-experiment
