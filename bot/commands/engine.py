@@ -280,15 +280,16 @@ COMMANDS: list[click.Command] = [
 @click.command("demo")
 @click.option("--trials", type=click.IntRange(1, 20), default=3, show_default=True)
 @click.option("--output", type=click.Path(path_type=Path), default=Path("demo-output"))
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (notes on stderr).")
 @click.pass_obj
-def demo_command(settings: Settings, trials: int, output: Path) -> None:
+def demo_command(settings: Settings, trials: int, output: Path, as_json: bool) -> None:
     """Evaluate the sample legal agent: main vs a PR branch, dataset `bar`, on this machine."""
     matter = demo.demo_matter(Path(settings.catalog_root).resolve())
     with one_sentence_errors():
         folder = demo.output_folder(output.resolve())
         repo = folder / "agent-repo"
         base, head = demo.build_demo_repo(matter, repo)
-        click.echo(f"demo: agent repository {repo} (main {base[:8]}, pr {head[:8]})")
+        click.echo(f"demo: agent repository {repo} (main {base[:8]}, pr {head[:8]})", err=as_json)
         arms = [
             ArmSpec(name="main", ref="main", commit=base),
             ArmSpec(name="pr", ref="pr", commit=head),
@@ -301,11 +302,11 @@ def demo_command(settings: Settings, trials: int, output: Path) -> None:
             trials=trials,
         )
         store = composition.open_store(settings)
-        report = asyncio.run(run_experiment(settings, store, spec))
+        report = asyncio.run(run_experiment(settings, store, spec, quiet=as_json))
     markdown = render_markdown(report)
-    click.echo(markdown)
+    _print_report(report, as_json)
     demo.write_results(folder, markdown, report.model_dump(mode="json"))
-    click.echo(f"\ndemo: report.md and results.json are in {folder}")
+    click.echo(f"\ndemo: report.md and results.json are in {folder}", err=as_json)
 
 
 COMMANDS.append(demo_command)
