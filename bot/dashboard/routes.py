@@ -23,7 +23,7 @@ from workflows.records import RunResult
 from workflows.report import build_report
 from workflows.settings import Settings
 from workflows.stats import Verdict
-from workflows.store import Store
+from workflows.store import Store, StoreError
 from workflows.store.records import ExperimentRecord
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -189,9 +189,14 @@ def dashboard_router(settings: Settings, given_store: object) -> APIRouter:
         trigger: str = "",
     ) -> HTMLResponse:
         user = require(request)
-        records = await anyio.to_thread.run_sync(
-            lambda: store.list_experiments(dataset=dataset or None, status=state or None, limit=500)
-        )
+        try:
+            records = await anyio.to_thread.run_sync(
+                lambda: store.list_experiments(
+                    dataset=dataset or None, status=state or None, limit=500
+                )
+            )
+        except StoreError as error:  # e.g. an unknown state
+            raise HTTPException(400, str(error)) from None
 
         def keep(record: ExperimentRecord) -> bool:
             spec = record.spec

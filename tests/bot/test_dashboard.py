@@ -128,6 +128,7 @@ def test_list_filters(dashboard: Dashboard) -> None:
         by_trigger = c.get("/dashboard/", params={"trigger": "main"}).text
         assert "main-0" in by_trigger and "exp-pr-7" not in by_trigger
         assert "No experiments match" in c.get("/dashboard/", params={"dataset": "x"}).text
+        assert c.get("/dashboard/", params={"state": "bogus"}).status_code == 400
 
 
 def test_experiment_page_shows_the_table_and_both_answers(dashboard: Dashboard) -> None:
