@@ -84,6 +84,15 @@ class GitHubReporter:
                 raise ApplicationError(str(error), non_retryable=True) from None
         return self._clients
 
+    def _estimate(self, spec: ExperimentSpec) -> str:
+        """The first reply's "≈ $41, ~35 min" (workflows.budget); "" without history."""
+        from workflows.budget import estimate_experiment, format_estimate
+
+        estimate = estimate_experiment(
+            self._store, spec, max_parallel=self._settings.resolved_experiment_parallelism
+        )
+        return format_estimate(estimate) if estimate.known else ""
+
     def _spec(self, experiment_id: str) -> ExperimentSpec:
         record = self._store.get_experiment(experiment_id)
         if record is None:  # saved before the first publish; retry if the store lags
@@ -93,7 +102,7 @@ class GitHubReporter:
     def _render(self, spec: ExperimentSpec, phase: rc.Phase) -> tuple[str, ExperimentReport | None]:
         url = self._details_url(spec.experiment_id)
         if phase == "queued":
-            return rc.queued_text(spec, url), None
+            return rc.queued_text(spec, url, self._estimate(spec)), None
         if phase == "final":
             report = build_report(spec, self._store.list_runs(spec.experiment_id))
             return render_markdown(report, details_url=url), report

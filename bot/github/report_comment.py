@@ -58,7 +58,7 @@ def header(spec: ExperimentSpec) -> str:
     return f"### evalbot · {spec.dataset} · {arms}"
 
 
-def queued_text(spec: ExperimentSpec, details_url: str | None) -> str:
+def queued_text(spec: ExperimentSpec, details_url: str | None, estimate: str = "") -> str:
     cells = len(spec.cells())
     lines = [
         header(spec),
@@ -66,6 +66,8 @@ def queued_text(spec: ExperimentSpec, details_url: str | None) -> str:
         f"⏳ **Queued:** {len(spec.case_ids)} cases × {len(spec.arms)} arms × "
         f"{spec.trials} trials = {cells} cells. This comment updates as they finish.",
     ]
+    if estimate:  # workflows.budget: "≈ $41, ~35 min", from earlier runs of the dataset
+        lines.append(f"Estimate: {estimate}.")
     return _with_link("\n".join(lines), details_url)
 
 

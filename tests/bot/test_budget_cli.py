@@ -45,3 +45,16 @@ def test_run_refuses_when_the_daily_cap_is_spent(tmp_path: Path) -> None:
     assert payload["known"] and payload["over_budget"]
     assert payload["cost_usd"] == 0.6  # 2 cells at the $0.30 a cell cost before
     assert payload["summary"].startswith("≈ $0.60")
+
+
+def test_the_bots_first_reply_shows_the_estimate() -> None:
+    from bot.github.report_comment import queued_text
+    from workflows.budget import estimate_from_runs, format_estimate
+
+    spec = make_spec(n_cases=41, trials=1, arms=("main",))
+    past = spec.model_copy(update={"experiment_id": "past"})
+    runs = [scored_run(past, 0, "main", 0, {"x": 1.0}, cost=1.0, wall=35 * 60 / 41 * 8)]
+    estimate = format_estimate(estimate_from_runs(spec, [(past, runs)]))
+    text = queued_text(spec, None, estimate)
+    assert "⏳ **Queued:** 41 cases" in text and "Estimate: ≈ $41, ~35 min." in text
+    assert "Estimate" not in queued_text(spec, None)
