@@ -4,9 +4,11 @@ and the host is untouched."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -77,11 +79,24 @@ def experiment_processes(experiment_id: str) -> list[str]:
     for proc in Path("/proc").iterdir():
         try:
             groups = (proc / "cgroup").read_text() if proc.name.isdigit() else ""
-        except OSError:
+            state = (proc / "stat").read_text().rpartition(")")[2].split()[0] if groups else ""
+        except (OSError, IndexError):
             continue
-        if f"evalbot/{slug}" in groups:
+        if f"evalbot/{slug}" in groups and state != "Z":  # a zombie runs nothing; it is reaped
             found.append(proc.name)
     return found
+
+
+async def no_processes_left(experiment_id: str, within_s: float = 10) -> list[str]:
+    """Wait (briefly, on a loaded machine) for the experiment's sandbox processes to be gone."""
+    deadline = time.monotonic() + within_s
+    left = experiment_processes(experiment_id)
+    for _ in range(int(within_s / 0.2)):
+        if not left or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.2)
+        left = experiment_processes(experiment_id)
+    return left
 
 
 def all_text_under(folder: Path) -> str:
@@ -137,6 +152,6 @@ async def test_hostile_cells_are_classified_and_contained(
     for run in (r for r in runs if r.arm == "network"):
         attempts = json.loads((Path(run.outputs_ref) / "out" / "result.json").read_text())
         assert attempts and all(v.startswith("failed") for v in attempts.values()), attempts
-    assert experiment_processes(spec.experiment_id) == []  # nothing of its sandboxes runs on
+    assert await no_processes_left(spec.experiment_id) == []  # nothing of its sandboxes runs on
     images = engine_settings.image_dir
     assert not [p for p in images.rglob("escaped*")]  # /repo stayed read-only
