@@ -9,7 +9,13 @@ from markupsafe import Markup, escape
 
 from workflows.history import HistoryPoint
 
-WIDTH, HEIGHT, PAD = 760, 280, 40
+WIDTH, HEIGHT, PAD = 860, 280, 40
+PALETTE = ("#6f42c1", "#e36209", "#22863a", "#b08800", "#005cc5", "#d73a49")
+
+
+def _criterion_mean(point: HistoryPoint, name: str) -> float | None:
+    found = point.criteria.get(name)
+    return found.mean if found is not None else None
 
 
 @dataclass(frozen=True)
@@ -23,7 +29,7 @@ class ChartPoint:
 def history_svg(points: list[ChartPoint]) -> Markup:
     if not points:
         return Markup("<p>No main evaluations yet.</p>")
-    step = (WIDTH - 2 * PAD) / max(1, len(points) - 1)
+    step = (WIDTH - 2 * PAD - 100) / max(1, len(points) - 1)  # 100 px on the right: legend
 
     def x(i: int) -> float:
         return PAD + i * step if len(points) > 1 else WIDTH / 2
@@ -35,12 +41,30 @@ def history_svg(points: list[ChartPoint]) -> Markup:
         f'<svg class="history-chart" role="img" aria-label="overall score over commits" '
         f'viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" '
         'xmlns="http://www.w3.org/2000/svg">',
-        f'<line x1="{PAD}" y1="{y(0)}" x2="{WIDTH - PAD}" y2="{y(0)}" stroke="#999"/>',
+        f'<line x1="{PAD}" y1="{y(0)}" x2="{WIDTH - PAD - 100}" y2="{y(0)}" stroke="#999"/>',
         f'<line x1="{PAD}" y1="{y(0)}" x2="{PAD}" y2="{y(1)}" stroke="#999"/>',
     ]
     for tick in (0.0, 0.5, 1.0):
         parts.append(
             f'<text x="{PAD - 6}" y="{y(tick) + 4}" font-size="10" text-anchor="end">{tick}</text>'
+        )
+    criteria = sorted({name for c in points for name in c.point.criteria})
+    for n, name in enumerate(criteria):  # per criterion: a thin dashed line, legend on the right
+        colour = PALETTE[n % len(PALETTE)]
+        coords = [
+            f"{x(i):.1f},{y(mean):.1f}"
+            for i, c in enumerate(points)
+            if (mean := _criterion_mean(c.point, name)) is not None
+        ]
+        if coords:
+            parts.append(
+                f'<polyline class="criterion" data-criterion="{escape(name)}" fill="none" '
+                f'stroke="{colour}" stroke-width="1" stroke-dasharray="3 2" '
+                f'points="{" ".join(coords)}"><title>{escape(name)}</title></polyline>'
+            )
+        parts.append(
+            f'<text x="{WIDTH - PAD - 90}" y="{PAD + 12 * n}" font-size="10" fill="{colour}">'
+            f"{escape(name)}</text>"
         )
     line = [
         f"{x(i):.1f},{y(c.point.overall.mean):.1f}"

@@ -164,4 +164,5 @@ def test_history_page_charts_main_with_intervals_release_and_regression(
     assert page.count('class="point regression"') == 1
     assert 'href="/dashboard/experiments/main-1"' in page and "(regression)" in page
     assert 'class="release"' in page and "v1.2" in page
+    assert page.count('class="criterion" data-criterion="accuracy"') == 1  # per-criterion line
     assert "exp-pr-7" not in page
