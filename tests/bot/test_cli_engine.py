@@ -15,9 +15,10 @@ from tests.support.agent_repo import TINY_CATALOG, AgentRepo, tiny_agent_repo
 
 
 def evalbot(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        key: value for key, value in os.environ.items() if not key.startswith("EVALBOT_")
-    } | {"EVALBOT_DATA_DIR": str(data_dir), "EVALBOT_CATALOG_ROOT": str(TINY_CATALOG)}
+    env = {key: value for key, value in os.environ.items() if not key.startswith("EVALBOT_")} | {
+        "EVALBOT_DATA_DIR": str(data_dir),
+        "EVALBOT_CATALOG_ROOT": str(TINY_CATALOG),
+    }
     return subprocess.run(
         [sys.executable, "-m", "bot", *args],
         env=env,
