@@ -48,23 +48,28 @@ def chaos_settings(
     root: Path, temporal_address: str, github: FakeGitHub, **changes: Any
 ) -> Settings:
     suffix = uuid.uuid4().hex[:8]
-    base = Settings(
-        data_dir=root / "state",
-        catalog_root=root / "catalog",
-        temporal_address=temporal_address,
-        run_task_queue=f"chaos-runs-{suffix}",
-        collect_task_queue=f"chaos-collect-{suffix}",
-        score_task_queue=f"chaos-score-{suffix}",
-        poll_interval_s=0.2,
-        heartbeat_timeout_s=4,
-        max_concurrent_runs=8,
-        max_concurrent_collect=4,
-        github_api_url=github.base_url,
-        github_app_id=str(github.app_id),
-        github_private_key=github.app_private_key,
-        github_timeout_s=3,
-    )
-    return base.model_copy(update=changes)
+    base: dict[str, Any] = {
+        "data_dir": root / "state",
+        "catalog_root": root / "catalog",
+        "temporal_address": temporal_address,
+        "run_task_queue": f"chaos-runs-{suffix}",
+        "collect_task_queue": f"chaos-collect-{suffix}",
+        "score_task_queue": f"chaos-score-{suffix}",
+        "poll_interval_s": 0.2,
+        "heartbeat_timeout_s": 4,
+        "max_concurrent_runs": 8,
+        "max_concurrent_collect": 4,
+        "github_api_url": github.base_url,
+        "github_app_id": str(github.app_id),
+        "github_private_key": github.app_private_key,
+        "github_timeout_s": 3,
+    }
+    return Settings(**(base | changes))
+
+
+def with_changes(settings: Settings, **changes: Any) -> Settings:
+    """A copy with `changes`, validated (model_copy would leave secrets as plain strings)."""
+    return Settings(**(settings.model_dump() | changes))
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from bot.composition import open_store
-from tests.chaos.conftest import PR, REPO, chaos_settings, wait_stored
+from tests.chaos.conftest import PR, REPO, chaos_settings, wait_stored, with_changes
 from tests.chaos.harness import (
     ChaosAgent,
     WorkerProcess,
@@ -91,15 +91,14 @@ def judge() -> Iterator[FailingJudge]:
 
 
 def judge_settings(settings: Settings, judge: FakeOpenAI, attempts: int) -> Settings:
-    return settings.model_copy(
-        update={
-            "judge_base_url": judge.base_url,
-            "judge_api_key": API_KEY,
-            "judge_rate_per_s": 0,
-            "judge_timeout_s": 2,
-            "judge_max_attempts": attempts,
-            "judge_concurrency": 8,
-        }
+    return with_changes(
+        settings,
+        judge_base_url=judge.base_url,
+        judge_api_key=API_KEY,
+        judge_rate_per_s=0,
+        judge_timeout_s=2,
+        judge_max_attempts=attempts,
+        judge_concurrency=8,
     )
 
 
