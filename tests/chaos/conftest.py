@@ -67,11 +67,6 @@ def chaos_settings(
     return Settings(**(base | changes))
 
 
-def with_changes(settings: Settings, **changes: Any) -> Settings:
-    """A copy with `changes`, validated (model_copy would leave secrets as plain strings)."""
-    return Settings(**(settings.model_dump() | changes))
-
-
 @pytest.fixture
 def settings(tmp_path: Path, temporal_server: DevServer, github: FakeGitHub) -> Settings:
     write_catalog(tmp_path / "catalog")

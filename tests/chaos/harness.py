@@ -137,6 +137,11 @@ def expected_status(run_id: str) -> RunStatus:
     return FAILING.get(case_id, RunStatus.SCORED)
 
 
+def with_changes(settings: Settings, **changes: Any) -> Settings:
+    """A copy with `changes`, validated (model_copy would leave secrets as plain strings)."""
+    return Settings(**(settings.model_dump() | changes))
+
+
 # -- the worker subprocess --------------------------------------------------------------------
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from bot.composition import open_store
-from tests.chaos.conftest import PR, REPO, chaos_settings, wait_stored, with_changes
+from tests.chaos.conftest import PR, REPO, chaos_settings, wait_stored
 from tests.chaos.harness import (
     ChaosAgent,
     WorkerProcess,
@@ -35,6 +35,7 @@ from tests.chaos.harness import (
     plan,
     reporter,
     settings_env,
+    with_changes,
     write_catalog,
 )
 from tests.chaos.record import record
