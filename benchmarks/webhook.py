@@ -11,7 +11,7 @@ server reports what it saw, and every delivery must be accounted for: one respon
 recorded delivery id per delivery acted on, one experiment per started request.
 
     .venv/bin/python benchmarks/webhook.py [--rate 200 --seconds 10 --warmup 2 --processes 2]
-        [--record]
+        [--repeat 3] [--record]
 
 `--record` writes the figures into benchmarks/RESULTS.md (between the webhook markers).
 """
@@ -252,7 +252,7 @@ class Outcome:
     action: str
 
 
-START = [0.0]
+_T0 = [0.0]  # the run's start (perf_counter), for due times
 REQUEST_TIMEOUT_S = 30.0
 
 
@@ -267,7 +267,7 @@ async def send_all(port: int, plan: list[Delivery], rate: float, connections: in
     connection (a minimal HTTP/1.1 client: the load generator shares the CPU with the server)."""
     load, queue = Load(), asyncio.Queue[tuple[Delivery, float] | None]()
     start = time.perf_counter() + 0.2
-    START[0] = start
+    _T0[0] = start
 
     async def produce() -> None:
         for index, item in enumerate(plan):
@@ -311,7 +311,7 @@ async def _send(
         return False
     done = time.perf_counter()
     action = json.loads(body).get("action", "") if status == 200 else ""
-    since_start, latency_ms = due - START[0], (done - due) * 1e3
+    since_start, latency_ms = due - _T0[0], (done - due) * 1e3
     load.outcomes.append(
         Outcome(item.kind, since_start, latency_ms, (done - sent) * 1e3, status, action)
     )
@@ -396,12 +396,15 @@ def accounting(load: Load, plan: list[Delivery], server: dict[str, int]) -> list
     ]
 
 
-def record(lines: list[str], args: argparse.Namespace) -> None:
+def record(runs: list[list[str]]) -> None:
     block = "\n".join(
         [START, "## Webhook acknowledgement (benchmarks/webhook.py)", "",
-         f"`{' '.join(sys.argv[1:]) or '(defaults)'}` on {platform.node()}, "
-         f"{os.cpu_count()} cores, load average before the run {args.load_before}:", "",
-         "```", *lines, "```", END]
+         f"`benchmarks/webhook.py {' '.join(sys.argv[1:])}` on {platform.node()}, "
+         f"{os.cpu_count()} cores shared with whatever else runs there (the load averages are in "
+         "each run); each run is a fresh fake GitHub, database and bot:", "",
+         *(line for index, lines in enumerate(runs, 1)
+           for line in [f"Run {index}:", "", "```", *lines, "```", ""]),
+         END]
     )  # fmt: skip
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
     if START in text and END in text:
@@ -411,16 +414,8 @@ def record(lines: list[str], args: argparse.Namespace) -> None:
     RESULTS.write_text(text)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rate", type=float, default=200.0, help="deliveries per second")
-    parser.add_argument("--seconds", type=float, default=10.0, help="measured, after warm-up")
-    parser.add_argument("--warmup", type=float, default=2.0, help="seconds at the same rate first")
-    parser.add_argument("--connections", type=int, default=64, help="keep-alive connections")
-    parser.add_argument("--processes", type=int, default=2, help="web processes (uvicorn workers)")
-    parser.add_argument("--record", action="store_true", help="write into benchmarks/RESULTS.md")
-    args = parser.parse_args()
-    args.load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
+def run_once(args: argparse.Namespace) -> list[str]:
+    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     total = int(args.rate * (args.seconds + args.warmup))
     ctx = mp.get_context("spawn")
     gh_parent, gh_child = ctx.Pipe()
@@ -445,17 +440,32 @@ def main() -> None:
         github_calls, github_cpu = gh_parent.recv()
         github.join(10)
     per = 1e3 / len(plan)
-    lines = [
+    load_after = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return [
         *summary(load, plan, wall, server, args.warmup),
         f"fake GitHub served {github_calls} API calls",
         f"CPU per delivery: bot ({args.processes} processes) {server['cpu_s'] * per:.2f} ms · "
-        f"fake GitHub "
-        f"{github_cpu * per:.2f} ms · load generator {sender_cpu * per:.2f} ms "
-        f"(load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())})",
+        f"fake GitHub {github_cpu * per:.2f} ms · load generator {sender_cpu * per:.2f} ms",
+        f"load average before: {load_before} · after: {load_after}",
     ]
-    print("\n".join(lines))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rate", type=float, default=200.0, help="deliveries per second")
+    parser.add_argument("--seconds", type=float, default=10.0, help="measured, after warm-up")
+    parser.add_argument("--warmup", type=float, default=2.0, help="seconds at the same rate first")
+    parser.add_argument("--connections", type=int, default=64, help="keep-alive connections")
+    parser.add_argument("--processes", type=int, default=2, help="web processes (uvicorn workers)")
+    parser.add_argument("--repeat", type=int, default=1, help="independent runs")
+    parser.add_argument("--record", action="store_true", help="write into benchmarks/RESULTS.md")
+    args = parser.parse_args()
+    runs = []
+    for index in range(args.repeat):
+        runs.append(run_once(args))
+        print(f"-- run {index + 1}", *runs[-1], sep="\n", flush=True)
     if args.record:
-        record(lines, args)
+        record(runs)
 
 
 if __name__ == "__main__":
