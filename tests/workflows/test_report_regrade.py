@@ -211,7 +211,9 @@ def experiment(settings: Settings, store: Store) -> tuple[ExperimentSpec, list[R
     for cell in spec.cells():
         outputs = settings.blob_dir / cell.run_id
         (outputs / "out").mkdir(parents=True)
-        (outputs / "out" / "answer.md").write_text(ANSWERS[cell.arm])
+        # distinct per trial, so each judged answer is one judge call whatever the thread timing
+        # (identical answers share a cache key and would race for it)
+        (outputs / "out" / "answer.md").write_text(f"{ANSWERS[cell.arm]} (draft {cell.trial + 1})")
         run = RunResult(
             run_id=cell.run_id,
             experiment_id=spec.experiment_id,
