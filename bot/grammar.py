@@ -35,6 +35,7 @@ SETTING_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
 SELECTOR = re.compile(r"^(tag:)?[a-z0-9][a-z0-9._-]*$")
 VERBS = ("cancel", "rerun", "status", "approve", "help")
+MAX_LINE = 16_384  # characters; room for --cases listing a couple of hundred case ids
 Baseline = Literal["main", "merge-base"]
 
 
@@ -92,6 +93,8 @@ def parse_command(body: str | None, *, max_trials: int) -> Command | None:
     line = eval_line(body)
     if line is None:
         return None
+    if len(line) > MAX_LINE:  # shlex is quadratic in a word's length: bound the work
+        raise GrammarError(f"the /eval line is longer than {MAX_LINE} characters")
     words = _split(line)[1:]
     if not words:
         raise GrammarError("'/eval' needs a dataset or a command")
@@ -216,7 +219,9 @@ def _value(flag: str, words: list[str], index: int, inline: str | None) -> tuple
 
 
 def _trials(value: str, max_trials: int) -> int:
-    if not value.isdigit() or not 1 <= int(value) <= max_trials:
+    if not (value.isascii() and value.isdigit() and len(value) <= 6) or not (
+        1 <= int(value) <= max_trials
+    ):  # ASCII only: "²".isdigit() but int("²") fails; 5,000 digits exceed int()'s limit
         raise GrammarError(f"--trials must be a whole number from 1 to {max_trials}, got '{value}'")
     return int(value)
 
