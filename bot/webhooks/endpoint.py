@@ -106,7 +106,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
 def _parse(body: bytes) -> dict[str, Any] | None:
     try:
         payload = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):  # nested ~1,000 deep
         return None
     return payload if isinstance(payload, dict) else None
 
