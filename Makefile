@@ -6,7 +6,7 @@ PYTHON ?= python3
 APT_PACKAGES := bubblewrap postgresql git util-linux chromium
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bootstrap system-packages lint typecheck actionlint unit clean
+.PHONY: demo test bootstrap system-packages lint typecheck actionlint unit clean chaos
 
 demo: bootstrap
 	$(VENV)/bin/evalbot demo
@@ -50,6 +50,11 @@ actionlint:
 
 unit:
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider
+
+# Fault and hostile-input tests (also part of `make test`), then the reliability table in
+# benchmarks/RESULTS.md (section "## Reliability").
+chaos: bootstrap
+	$(PY) benchmarks/reliability.py --write
 
 clean:
 	rm -rf $(VENV) .evalbot .mypy_cache .ruff_cache

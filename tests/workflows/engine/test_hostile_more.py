@@ -54,6 +54,18 @@ EXPECTED = {
     "dns_exfil": RunStatus.OUTPUT_ERROR,
     "inject_markup": RunStatus.SCORED,  # its answer is graded; the judge quotes it
 }
+WHAT = {
+    "out_symlinks": "symlinks in /out to host files, /proc, the sandbox's metadata, /",
+    "out_hardlinks": "hard links into /out to host, runner, case and repo files",
+    "many_files": "a million tiny files in /out (inodes run out; collector cap)",
+    "proc_snoop": "reading another run's env and files through /proc",
+    "victim": "the run being snooped on keeps its outputs",
+    "ptrace": "ptrace / process_vm_readv / /proc/1/mem on the runner",
+    "mounts": "mount, remount, umount, unshare -m, chroot, pivot_root",
+    "setuid": "setuid-root binaries, a setuid copy of python, setuid(0)",
+    "dns_exfil": "DNS exfiltration (resolver, UDP/TCP 53, the host's loopback)",
+    "inject_markup": "Markdown/HTML injection into the PR comment and dashboard",
+}
 ANSWER = re.compile(r"<answer>(.*)</answer>", re.DOTALL)
 
 
@@ -196,7 +208,10 @@ async def test_more_hostile_agents_are_classified_and_contained(
         status = runs[name].result.status
         problems[name] = [f"status {status}, expected {expected}"] if status != expected else []
         problems[name] += checks[name]() + everywhere
-        record("hostile", name, tried=1, contained=int(not problems[name]), detail=problems[name])
+        contained = int(not problems[name])
+        record(
+            "hostile", f"agent: {WHAT[name]}", tried=1, contained=contained, detail=problems[name]
+        )
 
     assert runs["ordinary"].result.status is RunStatus.SCORED
     assert runs["ordinary"].result.score == 1.0  # the ordinary run beside them is unaffected
