@@ -61,7 +61,8 @@ def fault_table(rows: list[dict[str, Any]]) -> list[str]:
         comment = {True: "yes", False: "NO"}.get(row.get("comment_ok"), "—")
         detail = row.get("detail", "")
         if row.get("orphaned_sandboxes"):
-            detail += f"; {row['orphaned_sandboxes']} orphaned sandboxes torn down by the test"
+            orphans = row["orphaned_sandboxes"]
+            detail += f"; {orphans} sandboxes/uid claims orphaned by the fault, cleaned by the test"
         lines.append(
             f"| {row['name']} | {row['faults_injected']} | {row['completed']}/{row['experiments']}"
             f" | {row['cells']} | {row['lost']} | {row['duplicated']} | {row['misclassified']}"

@@ -36,8 +36,9 @@ from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine.planning import plan_experiment
 from workflows.engine.repos import commit_all, init_repo
 from workflows.providers import create_provider
-from workflows.providers.base import SandboxError
-from workflows.providers.cgroups import CGROUP_ROOT
+from workflows.providers.base import SandboxError, SandboxNotFound
+from workflows.providers.cgroups import CGROUP_ROOT, CgroupSet
+from workflows.providers.disk import remove_disk
 from workflows.providers.layout import new_sandbox_id
 from workflows.records import RunResult, RunStatus
 from workflows.report import build_report
@@ -239,7 +240,7 @@ class Outcome:
         assert self.stored == self.cells
         assert self.comment_ok, "the PR comment does not show the stored results"
         assert self.check_run_ok, "the check run is not completed"
-        assert self.residue == [], f"left on the host: {self.residue[:5]}"
+        assert self.residue == [], f"left on the host: {self.residue}"
 
 
 async def run_executions(client: Client, spec: ExperimentSpec) -> Counter[str]:
@@ -335,13 +336,38 @@ def leftover_sandboxes(settings: Settings) -> list[str]:
 
 
 async def clean_up_sandboxes(settings: Settings) -> list[str]:
-    """Terminate what was left (counted first); returns the ids that were left."""
+    """Terminate what was left (counted first); returns what was left: sandbox ids, and uid claims
+    of sandboxes that never got a folder. A sandbox whose
+    provision was cut off before its metadata was written cannot be attached (so not terminated
+    by the provider): its cgroups and disk are removed here the way `terminate` would."""
     left = leftover_sandboxes(settings)
     provider = create_provider(settings)
     for sandbox_id in left:
-        with contextlib.suppress(SandboxError):
+        try:
             await (await provider.attach(sandbox_id)).terminate()
-    return left
+        except SandboxNotFound:
+            cgroups = CgroupSet(f"evalbot/{sandbox_id}")
+            await cgroups.kill_all()
+            await cgroups.remove()
+            disk = settings.sandbox_dir / ".disks" / f"{sandbox_id}.ext4"
+            await remove_disk(disk, settings.sandbox_dir / sandbox_id)
+            for claim in uid_claims(settings, sandbox_id):
+                claim.unlink()
+        except SandboxError:
+            continue  # counted as residue by host_residue
+    stale = [
+        c for c in uid_claims(settings, "") if not (settings.sandbox_dir / c.read_text()).exists()
+    ]
+    for claim in stale:  # a uid claimed by a provision cut off before the sandbox folder existed
+        claim.unlink()
+    return left + [f"uid claim {claim.name}" for claim in stale]
+
+
+def uid_claims(settings: Settings, prefix: str) -> list[Path]:
+    """The sandbox uid slots claimed by sandboxes whose id starts with `prefix`."""
+    folder = settings.sandbox_dir / ".uids"
+    found = folder.iterdir() if folder.is_dir() else []
+    return [path for path in found if path.read_text().startswith(prefix)]
 
 
 def host_residue(settings: Settings, spec: ExperimentSpec) -> list[str]:
@@ -351,4 +377,5 @@ def host_residue(settings: Settings, spec: ExperimentSpec) -> list[str]:
     cgroups = [str(path) for path in CGROUP_ROOT.glob(f"*/evalbot/{slug}*") if path.is_dir()]
     with open("/proc/self/mounts", encoding="utf-8") as handle:
         mounts = [line.split()[1] for line in handle if str(settings.sandbox_dir) in line]
-    return cgroups + mounts + leftover_sandboxes(settings)
+    claims = [str(path) for path in uid_claims(settings, slug)]
+    return cgroups + mounts + leftover_sandboxes(settings) + claims
