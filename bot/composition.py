@@ -72,6 +72,8 @@ async def session(
 ) -> AsyncIterator[Session]:
     """A Temporal session with this process's workers (embedded dev server when unconfigured)."""
     provider = create_provider(settings)
+    if run_workers:
+        provider.reap_orphans()  # what a worker killed mid-create left behind
     judge = build_judge(settings)
     try:
         async with engine_session(

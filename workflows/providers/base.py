@@ -197,6 +197,11 @@ class SandboxProvider(abc.ABC):
     # then passes group names, not values.
     injects_secret_groups: bool = False
 
+    def reap_orphans(self, grace_s: float = 60.0) -> list[int]:
+        """Free what sandboxes cut off mid-create left behind (workers call this at start);
+        returns what was freed. Providers without such leftovers keep this default."""
+        return []
+
     @abc.abstractmethod
     async def create(self, spec: SandboxSpec) -> Sandbox: ...
 

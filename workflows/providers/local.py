@@ -348,6 +348,9 @@ class LocalProvider(SandboxProvider):
         """What does not depend on the run: disk, cgroups, uid, /etc, an empty /out."""
         layout, uid = sandbox.layout, sandbox.uid
         await create_disk(sandbox.disk_image, layout.root, size_mb)
+        # Metadata first: a worker killed from here on leaves a sandbox that `attach` finds and
+        # `terminate` removes whole (cgroups, disk), instead of cgroups nobody knows about.
+        write_meta(layout, sandbox.meta)
         layout.log.touch(mode=0o600)
         layout.out.mkdir(mode=0o755)
         os.chown(layout.out, uid, uid)
@@ -361,6 +364,11 @@ class LocalProvider(SandboxProvider):
         await asyncio.to_thread(chown_tree, layout.world, uid, uid)
         write_case_files(layout.case, spec.case_files)
         write_meta(layout, sandbox.meta)
+
+    def reap_orphans(self, grace_s: float = 60.0) -> list[int]:
+        """Free uid claims of sandboxes that never came to exist (a worker killed mid-create).
+        Workers call it at start; `grace_s` keeps it clear of creates in progress elsewhere."""
+        return self.slots.reap(lambda owner: (self.sandbox_dir / owner).exists(), grace_s)
 
     async def attach(self, sandbox_id: str) -> LocalSandbox:
         layout = Layout(self.sandbox_dir / check_sandbox_id(sandbox_id))

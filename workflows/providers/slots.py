@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from workflows.providers.base import SandboxCreateError
@@ -31,6 +33,18 @@ class UidSlots:
                 handle.write(owner)
             return uid
         raise SandboxCreateError(f"all {self.count} sandbox uids are in use")
+
+    def reap(self, alive: Callable[[str], bool], grace_s: float) -> list[int]:
+        """Free the uids whose owner is not alive and was claimed over `grace_s` ago (a worker
+        killed between claiming a uid and creating its sandbox leaves such a claim)."""
+        freed = []
+        now = time.time()
+        for path in self.folder.glob("[0-9]*") if self.folder.is_dir() else ():
+            with contextlib.suppress(OSError, ValueError):
+                if now - path.stat().st_mtime >= grace_s and not alive(path.read_text()):
+                    path.unlink()
+                    freed.append(int(path.name))
+        return freed
 
     def release(self, uid: int, owner: str) -> None:
         path = self.folder / str(uid)
