@@ -35,6 +35,7 @@ from workflows.catalog.models import ArmSpec
 from workflows.engine.collect import MAX_OUT_FILES
 from workflows.engine.devserver import free_port
 from workflows.engine.planning import plan_experiment
+from workflows.engine.repos import commit_all
 from workflows.records import RunResult, RunStatus
 from workflows.report import build_report
 from workflows.settings import Settings
@@ -162,7 +163,11 @@ async def test_more_hostile_agents_are_classified_and_contained(
         judge_api_key="sk-hostile",
         judge_rate_per_s=0,
     )
-    commit = hostile_repo(tmp_path / "agent")
+    hostile_repo(tmp_path / "agent")
+    toml = tmp_path / "agent" / "evalbot.toml"  # more time than the engine's set: a loaded
+    toml.write_text(toml.read_text().replace("timeout_s = 6", "timeout_s = 30"))  # 2-core host
+    assert "timeout_s = 30" in toml.read_text()
+    commit = commit_all(tmp_path / "agent", "hostile agents, 30 s each")
     args = {
         "out_symlinks": str(host_file),
         "victim": victim_secret,
