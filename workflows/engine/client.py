@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import time
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
@@ -14,6 +16,8 @@ from temporalio.service import RPCError
 from workflows.catalog.models import ExperimentSpec
 from workflows.engine.types import ExperimentInput, Progress, StageQueues
 from workflows.settings import Settings
+
+CONNECT_WAIT_S = 20.0
 
 
 class ExperimentNotFound(LookupError):
@@ -30,13 +34,26 @@ def stage_queues(settings: Settings) -> StageQueues:
     )
 
 
-async def connect(settings: Settings, address: str | None = None) -> Client:
+async def connect(
+    settings: Settings, address: str | None = None, *, wait_s: float = CONNECT_WAIT_S
+) -> Client:
+    """Connect, waiting up to `wait_s` for a server that is still starting (a dev server opens
+    its port before its frontend is healthy)."""
     target = address or settings.temporal_address
     if not target:
         raise ValueError("no Temporal address: set EVALBOT_TEMPORAL_ADDRESS or run embedded")
-    return await Client.connect(
-        target, namespace=settings.temporal_namespace, data_converter=pydantic_data_converter
-    )
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return await Client.connect(
+                target,
+                namespace=settings.temporal_namespace,
+                data_converter=pydantic_data_converter,
+            )
+        except RuntimeError:
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(0.25)
 
 
 async def start_experiment(
