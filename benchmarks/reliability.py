@@ -35,6 +35,16 @@ TESTS = [
     "tests/bot/test_fuzz_webhook.py",
 ]
 HEADING = "## Reliability"
+NOTE = (
+    "What the battery found and was fixed: activities without heartbeats stalled a cell for up to "
+    "30 min after a worker crash; a 25 s database outage turned 50 scored cells into sandbox "
+    "errors; "
+    "`/eval bar --trials ²` and 5,000-digit trials were 503s; a body nested 1,000 deep reset the "
+    "connection; shlex made a 5 MiB `/eval` line cost minutes. Known limit: a worker killed "
+    "mid-provision orphans a sandbox (mount, cgroups, uid claim) that nothing garbage-collects "
+    "yet; "
+    "the tests clean them up and count them."
+)
 
 
 def run_tests(log: Path) -> tuple[int, float]:
@@ -109,6 +119,8 @@ def section(records: list[dict[str, Any]], status: int, seconds: float | None) -
             "and checks every stored result against the status and score the agent earned.",
             "",
             f"Run {datetime.date.today().isoformat()} on {machine}{took}: {verdict}.",
+            "",
+            NOTE,
             "",
             *fault_table(faults),
             "",
