@@ -40,10 +40,9 @@ NOTE = (
     "30 min after a worker crash; a 25 s database outage turned 50 scored cells into sandbox "
     "errors; "
     "`/eval bar --trials ²` and 5,000-digit trials were 503s; a body nested 1,000 deep reset the "
-    "connection; shlex made a 5 MiB `/eval` line cost minutes. Known limit: a worker killed "
-    "mid-provision orphans a sandbox (mount, cgroups, uid claim) that nothing garbage-collects "
-    "yet; "
-    "the tests clean them up and count them."
+    "connection; shlex made a 5 MiB `/eval` line cost minutes. A worker killed mid-provision can "
+    "still leave a sandbox no teardown names (the retried provision makes a new one); the tests "
+    "tear those down and count them."
 )
 
 
