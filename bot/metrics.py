@@ -1,20 +1,19 @@
 """`GET /metrics` in the Prometheus text format (version 0.0.4).
 
-From the store (one grouped query each, so cheap at any size): experiments by state, cells by
-state, judge errors, spend (agent and sandbox, USD). From this process: sandbox provisioning
-latency, a histogram fed by `observe_provisioning(seconds)` — wherever provisioning runs in this
-process (the embedded worker); a separate worker process exposes its own. Aggregates only: no
-experiment, case or transcript content, so the endpoint needs no sign-in.
+Everything comes from the store, so every web process answers alike and a restart loses nothing:
+experiments by state, cells by state, judge errors, spend (agent and sandbox, USD), and sandbox
+provisioning latency. Provisioning happens in the workers, not here, so each run carries its
+latency into the store (`RunResult.provision_s`, measured by the `provision` activity); the
+histogram covers every stored run that has one. It is cumulative like a Prometheus counter, so
+`rate()` and `histogram_quantile()` give recent latency (docs/dashboard.md). One query each, cheap
+at any size. Aggregates only: no experiment, case or transcript content, so no sign-in.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable
-
 from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
-from sqlalchemy import create_engine, func, select
+from sqlalchemy import Connection, case, create_engine, func, select
 from sqlalchemy.engine import Engine
 
 from workflows.store import Store
@@ -22,43 +21,7 @@ from workflows.store.tables import experiments, runs
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
-
-
-class Histogram:
-    def __init__(self, buckets: Iterable[float] = BUCKETS) -> None:
-        self.buckets = tuple(sorted(buckets))
-        self.counts = [0] * len(self.buckets)
-        self.total = 0
-        self.sum = 0.0
-        self._lock = threading.Lock()
-
-    def observe(self, value: float) -> None:
-        with self._lock:
-            self.total += 1
-            self.sum += value
-            for i, bound in enumerate(self.buckets):
-                if value <= bound:
-                    self.counts[i] += 1
-
-    def lines(self, name: str) -> list[str]:
-        with self._lock:
-            out = [
-                f'{name}_bucket{{le="{_num(b)}"}} {c}'
-                for b, c in zip(self.buckets, self.counts, strict=True)
-            ]
-            out += [
-                f'{name}_bucket{{le="+Inf"}} {self.total}',
-                f"{name}_sum {_num(self.sum)}",
-                f"{name}_count {self.total}",
-            ]
-        return out
-
-
-PROVISIONING = Histogram()
-
-
-def observe_provisioning(seconds: float) -> None:
-    PROVISIONING.observe(seconds)
+PROVISION = "evalbot_sandbox_provision_seconds"
 
 
 def _num(value: float) -> str:
@@ -69,7 +32,7 @@ def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def render_metrics(engine: Engine, provisioning: Histogram = PROVISIONING) -> str:
+def render_metrics(engine: Engine) -> str:
     with engine.connect() as connection:
         by_experiment_state = connection.execute(
             select(experiments.c.status, func.count()).group_by(experiments.c.status)
@@ -82,6 +45,7 @@ def render_metrics(engine: Engine, provisioning: Histogram = PROVISIONING) -> st
         sandbox_rows = connection.execute(
             select(runs.c.sandbox_usage).where(runs.c.sandbox_usage.is_not(None))
         ).all()
+        provisioning = _provisioning_lines(connection)
     lines = [
         "# HELP evalbot_experiments Experiments by state.",
         "# TYPE evalbot_experiments gauge",
@@ -105,11 +69,31 @@ def render_metrics(engine: Engine, provisioning: Histogram = PROVISIONING) -> st
         "# TYPE evalbot_spend_usd_total counter",
         f'evalbot_spend_usd_total{{kind="agent"}} {_num(agent_spend)}',
         f'evalbot_spend_usd_total{{kind="sandbox"}} {_num(sandbox_spend)}',
-        "# HELP evalbot_sandbox_provision_seconds Sandbox provisioning latency in this process.",
-        "# TYPE evalbot_sandbox_provision_seconds histogram",
-        *provisioning.lines("evalbot_sandbox_provision_seconds"),
+        f"# HELP {PROVISION} Sandbox provisioning latency of stored runs (RunResult.provision_s).",
+        f"# TYPE {PROVISION} histogram",
+        *provisioning,
     ]
     return "\n".join(lines) + "\n"
+
+
+def _provisioning_lines(connection: Connection) -> list[str]:
+    """Cumulative buckets, sum and count over stored runs with a provisioning time, in one query
+    (COUNT skips the NULLs: runs that never had a sandbox, or stored before migration 0006)."""
+    seconds = runs.c.provision_s
+    within = [func.count(case((seconds <= bound, 1))) for bound in BUCKETS]
+    row = connection.execute(
+        select(func.count(seconds), func.coalesce(func.sum(seconds), 0.0), *within)
+    ).one()
+    count, total, counts = int(row[0]), float(row[1]), [int(n) for n in row[2:]]
+    lines = [
+        f'{PROVISION}_bucket{{le="{_num(b)}"}} {n}' for b, n in zip(BUCKETS, counts, strict=True)
+    ]
+    lines += [
+        f'{PROVISION}_bucket{{le="+Inf"}} {count}',
+        f"{PROVISION}_sum {_num(total)}",
+        f"{PROVISION}_count {count}",
+    ]
+    return lines
 
 
 def metrics_router(given_store: object, database_url: str) -> APIRouter:

@@ -109,6 +109,11 @@ class RunResult(BaseModel):
     evalbot_version: str = ""
     outputs_ref: str = Field("", description="Blob-store prefix holding the run's collected /out.")
     sandbox: SandboxUsage = Field(default_factory=SandboxUsage)
+    provision_s: float | None = Field(
+        None,
+        description="Seconds the provision attempt that made the run's sandbox took; None when no "
+        "sandbox was made (or the run was stored before migration 0006).",
+    )
 
 
 def weighted_score(criteria: tuple[CriterionScore, ...] | list[CriterionScore]) -> float | None:

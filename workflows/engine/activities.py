@@ -153,6 +153,7 @@ class RunActivities:
 
     @activity.defn(name="provision")
     async def provision(self, run: RunInput) -> ProvisionResult:
+        began = time.monotonic()  # provisioning latency, stored with the run (bot/metrics.py)
         case = self.catalog.case(run.dataset, run.cell.case_id)
         world = self.catalog.world(case.world)
         arm = run.prepared
@@ -176,6 +177,7 @@ class RunActivities:
             timeout_s=arm.timeout_s,
             world_version=world.version,
             limits=arm.limits,
+            provision_s=round(time.monotonic() - began, 3),
         )
 
     async def _image(self, repo: Path, commit: str, setup: str) -> str:
@@ -370,6 +372,7 @@ class RunActivities:
             limits=provision.limits if provision else {},
             world_version=provision.world_version if provision else "",
             evalbot_version=__version__,
+            provision_s=provision.provision_s if provision else None,
         )
 
     @activity.defn(name="record_error")

@@ -72,6 +72,7 @@ class ProvisionResult:
     timeout_s: int
     world_version: str
     limits: dict[str, Any]
+    provision_s: float | None = None  # this attempt, activity start to sandbox up (/metrics)
 
 
 @dataclass

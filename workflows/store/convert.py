@@ -100,6 +100,7 @@ def run_values(result: RunResult) -> dict[str, Any]:
         "evalbot_version": result.evalbot_version,
         "outputs_ref": result.outputs_ref,
         "sandbox_usage": result.sandbox.model_dump(mode="json"),
+        "provision_s": result.provision_s,
         "content_hash": content_hash(result),
     }
 
@@ -147,6 +148,7 @@ def run_result(row: Any, criteria: list[Any]) -> RunResult:
         evalbot_version=row.evalbot_version,
         outputs_ref=row.outputs_ref,
         sandbox=SandboxUsage.model_validate(row.sandbox_usage or {}),
+        provision_s=row.provision_s,
     )
 
 

@@ -90,6 +90,7 @@ class RunRow(StoreModel, table=True):
     evalbot_version: str = Field(sa_type=String)
     outputs_ref: str = Field(sa_type=Text)
     sandbox_usage: dict[str, Any] | None = Field(default=None, sa_type=JSON)
+    provision_s: float | None = None  # migration 0006; bot/metrics.py's latency histogram
     content_hash: str = Field(sa_type=String(64))
     created_at: datetime = _timestamp()
     updated_at: datetime = _timestamp()

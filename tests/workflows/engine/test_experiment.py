@@ -73,6 +73,7 @@ async def test_runs_record_what_makes_them_reproducible(
         assert run.commit == (agent_repo.base if run.arm == "base" else agent_repo.head)
         assert run.limits["memory_mb"] == 256  # from the agent's evalbot.toml
         assert run.evalbot_version
+        assert run.provision_s is not None and 0 < run.provision_s < 60  # timed by `provision`
     seeds = {(r.arm, r.trial): r.seed for r in runs.values()}
     assert seeds[("base", 0)] == seeds[("head", 0)]  # arms share draws (paired by case)
     assert seeds[("base", 0)] != seeds[("base", 1)]  # trials differ by their seed

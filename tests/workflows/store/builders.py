@@ -64,6 +64,7 @@ def make_result(
         "world_version": "w-123",
         "evalbot_version": "0.1.0",
         "outputs_ref": f"runs/{experiment_id}/{case_id}/{arm}/{trial}",
+        "provision_s": 0.42,
     }
     fields.update(overrides)
     return RunResult(**fields)

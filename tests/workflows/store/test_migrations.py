@@ -58,6 +58,15 @@ def test_migrating_again_is_a_no_op_that_keeps_data(store: Store) -> None:
     assert store.schema_revision() == schema.head_revision()
 
 
+def test_runs_stored_before_0006_read_without_a_provision_time(store: Store) -> None:
+    store.save_experiment(make_spec())
+    store.save_run(make_result())
+    with store._engine.begin() as connection:
+        command.downgrade(schema.alembic_config(connection), "0005")
+    store.migrate()
+    assert store.get_run(make_result().run_id) == make_result(provision_s=None)
+
+
 def test_downgrade_to_base_removes_every_table(store: Store, store_url: str) -> None:
     engine = parse_url(store_url)
     with store._engine.begin() as connection:

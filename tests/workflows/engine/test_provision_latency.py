@@ -1,0 +1,116 @@
+"""Provisioning latency: the `provision` activity times the sandbox's creation, the run's stored
+record keeps it, and the web process's /metrics histogram is built from what is stored."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine
+from temporalio.testing import ActivityEnvironment
+
+from bot.metrics import render_metrics
+from tests.support.agent_repo import TINY_CATALOG
+from workflows.catalog.models import ArmSpec, CellRef, ExperimentSpec
+from workflows.engine.activities import RunActivities
+from workflows.engine.types import PreparedArm, RecordErrorInput, RunInput, StageQueues
+from workflows.providers.base import Sandbox, SandboxProvider, SandboxSpec
+from workflows.records import RunStatus
+from workflows.settings import Settings
+from workflows.store import Store
+
+CREATE_S = 0.3
+SPEC = ExperimentSpec(
+    experiment_id="exp-latency",
+    repo="/repo",
+    dataset="tiny",
+    case_ids=("lease-rent",),
+    arms=(ArmSpec(name="base", ref="base", commit="a" * 40),),
+    trials=1,
+)
+
+
+class SlowSandbox:
+    id = "slow-sandbox-1"
+
+
+class SlowProvider(SandboxProvider):
+    """Creating a sandbox takes CREATE_S; nothing else is needed by `provision`."""
+
+    name = "slow"
+
+    async def create(self, spec: SandboxSpec) -> Sandbox:
+        await asyncio.sleep(CREATE_S)
+        return SlowSandbox()  # type: ignore[return-value]
+
+    async def attach(self, sandbox_id: str) -> Sandbox:
+        raise NotImplementedError
+
+    async def build_image(self, source_repo: Path, commit: str, setup: str) -> str:
+        raise NotImplementedError
+
+
+def _run_input(spec: ExperimentSpec) -> RunInput:
+    cell = CellRef(
+        experiment_id=spec.experiment_id, case_id="lease-rent", arm="base", trial=0, seed=7
+    )
+    prepared = PreparedArm(image="img", command="true", timeout_s=60, limits={"cpu": 1.0})
+    return RunInput(
+        cell=cell,
+        queues=StageQueues("runs", "collect", "score"),
+        repo="/repo",
+        commit="a" * 40,
+        arm_config={},
+        dataset="tiny",
+        prepared=prepared,
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store(f"sqlite:///{tmp_path / 'evalbot.db'}") as store:
+        store.migrate()
+        store.save_experiment(SPEC)
+        yield store
+
+
+@pytest.fixture
+def activities(tmp_path: Path, store: Store) -> RunActivities:
+    settings = Settings(data_dir=tmp_path / "evalbot", catalog_root=TINY_CATALOG)
+    return RunActivities(settings, SlowProvider(), store, grader=lambda *a: [])
+
+
+async def test_provision_time_reaches_the_store_and_the_metrics(
+    activities: RunActivities, store: Store
+) -> None:
+    run = _run_input(SPEC)
+    provisioned = await activities.provision(run)
+    assert provisioned.provision_s is not None
+    assert CREATE_S <= provisioned.provision_s < CREATE_S + 1.0
+
+    # the agent then fails: the error record still carries how long its sandbox took
+    job = RecordErrorInput(run, RunStatus.AGENT_ERROR.value, "exit 1", provisioned)
+    await ActivityEnvironment().run(activities.record_error, job)
+    stored = store.get_run(run.cell.run_id)
+    assert stored is not None and stored.provision_s == pytest.approx(provisioned.provision_s)
+
+    engine = create_engine(store.url)
+    try:
+        text = render_metrics(engine)
+    finally:
+        engine.dispose()
+    assert 'evalbot_sandbox_provision_seconds_bucket{le="0.25"} 0' in text
+    assert 'evalbot_sandbox_provision_seconds_bucket{le="+Inf"} 1' in text
+    assert "evalbot_sandbox_provision_seconds_count 1" in text
+
+
+async def test_a_run_that_never_had_a_sandbox_has_no_provision_time(
+    activities: RunActivities, store: Store
+) -> None:
+    run = _run_input(SPEC)
+    job = RecordErrorInput(run, RunStatus.SANDBOX_ERROR.value, "could not create", None)
+    await ActivityEnvironment().run(activities.record_error, job)
+    stored = store.get_run(run.cell.run_id)
+    assert stored is not None and stored.provision_s is None
