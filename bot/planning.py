@@ -3,7 +3,9 @@
 The agent repository is the PR's base repository (GitHub serves a fork's head commit there too);
 the arms are `base` (the PR's base SHA, or the merge base with `--vs merge-base`) and `head` (the
 PR's head SHA). The dataset, its worlds and rubrics come from the service's catalog
-(`settings.catalog_root`), never from the PR branch.
+(`settings.catalog_root`), never from the PR branch. The experiment's budget is the repository's
+default (EVALBOT_REPO_BUDGETS_USD under `owner/name` or the clone URL, else EVALBOT_BUDGET_USD),
+carried as the spec label `budget_usd` like `evalbot run --budget-usd` (workflows/budget.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from bot.github.types import PullInfo
 from bot.grammar import StartEval
 from bot.identity import experiment_id
+from workflows.budget import budget_label, default_budget
 from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine.planning import plan_experiment
 from workflows.settings import Settings
@@ -54,11 +57,14 @@ class Planner:
                 ),
                 "repo": pull.clone_url,
                 "arms": tuple(arms),
-                "labels": _labels(pull, request, requested_by),
+                "labels": _labels(pull, request, requested_by) | self._budget(pull),
             }
         )
         _check_limits(self.settings, spec)
         return spec
+
+    def _budget(self, pull: PullInfo) -> dict[str, str]:
+        return budget_label(default_budget(self.settings, pull.repo, pull.clone_url))
 
     def _template(self, request: StartEval, arms: list[ArmSpec]) -> ExperimentSpec:
         key = (request.dataset, request.cases, request.trials)

@@ -20,6 +20,7 @@ from workflows.settings import Settings
 from workflows.store import Store
 
 HISTORY_EXPERIMENTS = 20  # newest experiments of the dataset looked at
+BUDGET_LABEL = "budget_usd"  # the spec label the ExperimentWorkflow and the report read
 
 
 class Estimate(BaseModel):
@@ -140,6 +141,21 @@ def spent_today(store: Store, repo: str, *, now: datetime | None = None) -> floa
     return total
 
 
+def default_budget(settings: Settings, *names: str) -> float | None:
+    """The repository's default budget: EVALBOT_REPO_BUDGETS_USD under the first of the
+    repository's names found there (the bot tries `owner/name`, then the clone URL; the CLI its
+    --repo), else EVALBOT_BUDGET_USD, else None (no budget)."""
+    for name in names:
+        if name in settings.repo_budgets_usd:
+            return settings.repo_budgets_usd[name]
+    return settings.budget_usd
+
+
+def budget_label(budget: float | None) -> dict[str, str]:
+    """The spec labels carrying `budget` (none without a budget)."""
+    return {} if budget is None else {BUDGET_LABEL: f"{budget:.6f}"}
+
+
 def effective_budget(
     settings: Settings, store: Store, repo: str, budget_usd: float | None
 ) -> float | None:
@@ -147,7 +163,7 @@ def effective_budget(
     lowered to what is left of the daily cap. Raises BudgetExhausted when the cap is spent."""
     budget = budget_usd
     if budget is None:
-        budget = settings.repo_budgets_usd.get(repo, settings.budget_usd)
+        budget = default_budget(settings, repo)
     if settings.daily_cap_usd is None:
         return budget
     left = settings.daily_cap_usd - spent_today(store, repo)

@@ -17,6 +17,7 @@ from bot import composition
 from bot.commands.engine import _arms, _split_multi, one_sentence_errors
 from workflows.budget import (
     BudgetExhausted,
+    budget_label,
     effective_budget,
     estimate_experiment,
     format_estimate,
@@ -103,7 +104,7 @@ def budget_labels(
         budget = effective_budget(settings, store, repo, budget_usd)
     except BudgetExhausted as error:
         raise BudgetSpent(str(error)) from None
-    return {} if budget is None else {"budget_usd": f"{budget:.6f}"}
+    return budget_label(budget)
 
 
 def estimate_line(store: Store, spec: ExperimentSpec, max_parallel: int | None) -> str:
