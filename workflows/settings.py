@@ -37,6 +37,13 @@ class Settings(BaseSettings):
     max_concurrent_collect: int = Field(2, description="Collect activities per worker (large I/O).")
     max_concurrent_score: int = Field(4, description="Score activities per worker.")
     poll_interval_s: float = Field(1.0, description="How often execute polls /out/.state.json.")
+    local_stage_max_s: int = Field(
+        120,
+        ge=0,
+        description="On providers that create sandboxes in milliseconds (local, process), runs "
+        "whose run.timeout_s is at most this run every stage as a local activity of their "
+        "RunWorkflow (one workflow task per run, not five); 0 = always regular activities.",
+    )
     heartbeat_timeout_s: int = Field(
         30, description="A stage whose worker stops heartbeating this long is retried elsewhere."
     )

@@ -90,7 +90,7 @@ async def heartbeating(*details: Any, every_s: float = 2.0) -> AsyncIterator[Non
 
     async def beat() -> None:
         while True:
-            activity.heartbeat(*details)
+            heartbeat(*details)
             await asyncio.sleep(every_s)
 
     task = asyncio.create_task(beat())
@@ -98,6 +98,13 @@ async def heartbeating(*details: Any, every_s: float = 2.0) -> AsyncIterator[Non
         yield
     finally:
         task.cancel()
+
+
+def heartbeat(*details: Any) -> None:
+    """Heartbeat a regular activity; local activities have no heartbeats (their workflow task
+    is kept alive instead), so this is a no-op in them."""
+    if not activity.info().is_local:
+        activity.heartbeat(*details)
 
 
 class RunActivities:
@@ -119,6 +126,10 @@ class RunActivities:
         self.secrets = secrets
         self.blobs = LocalBlobStore(settings.blob_dir)
         self._image_locks: dict[str, asyncio.Lock] = {}
+        # collect and score as local activities share the runs worker: bound them as their own
+        # workers would (a regular activity already holds one of its worker's slots)
+        self._collect_slots = asyncio.Semaphore(settings.max_concurrent_collect)
+        self._score_slots = asyncio.Semaphore(settings.max_concurrent_score)
 
     # -- prepare (once per arm) ---------------------------------------------------------------
 
@@ -147,7 +158,14 @@ class RunActivities:
             secrets=list(config.sandbox.secrets),
             allow_domains=list(config.sandbox.allow_domains),
             quick_provision=self.provider.quick_provision,
+            local_stages=self._local_stages(config.run.timeout_s),
         )
+
+    def _local_stages(self, timeout_s: int) -> bool:
+        """Short runs on a provider that creates sandboxes in milliseconds run every stage as a
+        local activity: retried per stage all the same, without a task-queue round trip each."""
+        limit = self.settings.local_stage_max_s
+        return self.provider.quick_provision and 0 < timeout_s <= limit
 
     # -- provision ----------------------------------------------------------------------------
 
@@ -245,7 +263,7 @@ class RunActivities:
         delay = 0.02
         deadline = started + job.timeout_s + HOST_TIMEOUT_GRACE_S
         while True:
-            activity.heartbeat(job.sandbox_id)
+            heartbeat(job.sandbox_id)
             state = await read_state(sandbox)
             if state is not None and state.get("status") == "finished":
                 return ExecuteResult(state=state, usage=asdict(await sandbox.usage()))
@@ -277,7 +295,7 @@ class RunActivities:
         world = self.catalog.world(self.catalog.case(job.dataset, job.case_id).world)
         originals = self.catalog.world_hashes(world)
         staging = self.blobs.staging(job.run_id)
-        async with heartbeating("collect"):
+        async with self._collect_slots, heartbeating("collect"):
             collected = await collect_outputs(sandbox, staging, originals)
             redactor = Redactor.from_settings(self.settings)  # no secret value reaches a blob
             await asyncio.to_thread(redactor.redact_tree, staging)
@@ -293,7 +311,7 @@ class RunActivities:
 
     @activity.defn(name="score")
     async def score(self, job: ScoreInput) -> RunSummary:
-        async with heartbeating("score"):  # a crashed worker's score is retried in seconds
+        async with self._score_slots, heartbeating("score"):  # retried in seconds after a crash
             return await self._score(job)
 
     async def _score(self, job: ScoreInput) -> RunSummary:

@@ -48,6 +48,7 @@ class PreparedArm:
     secrets: list[str] = field(default_factory=list)
     allow_domains: list[str] = field(default_factory=list)
     quick_provision: bool = False
+    local_stages: bool = False  # every stage a local activity (short runs on quick providers)
     error: str = ""  # the commit could not be built: every run of the arm records this
 
 

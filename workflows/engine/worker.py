@@ -52,6 +52,8 @@ def build_workers(
                     runs.provision,
                     runs.execute,
                     runs.teardown,
+                    runs.collect,
+                    runs.score,
                     *extra_activities,
                 ],
                 workflow_runner=workflow_runner(),

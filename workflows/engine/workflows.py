@@ -7,7 +7,9 @@ Stage placement: every stage is its own activity with its own retry policy. `exe
 and `score` are regular activities (execute heartbeats the sandbox id for reattach; collect and
 score have task queues of their own). `provision` and `teardown` run as local activities when the
 provider creates sandboxes in milliseconds (local, process) — still retried per stage, but without
-two task round trips per run — and as regular activities otherwise (Modal).
+two task round trips per run — and as regular activities otherwise (Modal). On such providers, runs
+whose timeout is short (settings.local_stage_max_s) run `execute`, `collect` and `score` as local
+activities too: the whole run is one workflow task, which halves Temporal's work per cell.
 """
 
 from __future__ import annotations
@@ -103,7 +105,9 @@ class RunWorkflow:
 
     async def _run_in(self, job: RunInput, provision: ProvisionResult) -> RunSummary:
         heartbeat = timedelta(seconds=job.queues.heartbeat_timeout_s)
-        executed = await workflow.execute_activity(
+        local = job.prepared.local_stages
+        executed = await _run_stage(
+            local,
             "execute",
             ExecuteInput(provision.sandbox_id, provision.command, provision.timeout_s),
             result_type=ExecuteResult,
@@ -112,7 +116,8 @@ class RunWorkflow:
             heartbeat_timeout=heartbeat,
             retry_policy=STAGE_RETRY,
         )
-        collected = await workflow.execute_activity(
+        collected = await _run_stage(
+            local,
             "collect",
             CollectInput(job.cell.run_id, provision.sandbox_id, job.dataset, job.cell.case_id),
             result_type=CollectResult,
@@ -121,7 +126,8 @@ class RunWorkflow:
             heartbeat_timeout=heartbeat,
             retry_policy=STAGE_RETRY,
         )
-        summary: RunSummary = await workflow.execute_activity(
+        summary: RunSummary = await _run_stage(
+            local,
             "score",
             ScoreInput(job, provision, executed, collected),
             result_type=RunSummary,
@@ -154,6 +160,15 @@ class RunWorkflow:
             start_to_close_timeout=timedelta(minutes=5),
             retry_policy=RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(seconds=30)),
         )
+
+
+async def _run_stage(local: bool, name: str, arg: Any, **options: Any) -> Any:
+    """execute, collect and score: regular activities on their queues, or local activities of
+    this workflow for short runs on quick providers (PreparedArm.local_stages, docs/engine.md)."""
+    if local:
+        del options["task_queue"], options["heartbeat_timeout"]
+        return await workflow.execute_local_activity(name, arg, **options)
+    return await workflow.execute_activity(name, arg, **options)
 
 
 async def _stage(job: RunInput, name: str, arg: Any, **options: Any) -> Any:

@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+from temporalio.api.enums.v1 import EventType
+
 from bot.commands.engine import run_experiment
 from bot.composition import open_store
 from tests.support.agent_repo import AgentRepo
 from workflows.catalog.hashing import tree_version
 from workflows.catalog.loaders import load_world
 from workflows.catalog.models import ArmSpec, ExperimentSpec
+from workflows.engine.client import connect
 from workflows.engine.planning import plan_experiment
 from workflows.records import RunStatus
 from workflows.settings import Settings
@@ -43,14 +47,31 @@ async def run_tiny(
     return store, spec
 
 
+async def scheduled_activities(settings: Settings, run_id: str) -> list[str]:
+    """The regular activities a run's workflow scheduled (local ones leave markers instead)."""
+    client = await connect(settings)
+    history = await client.get_workflow_handle(run_id).fetch_history()
+    return [
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+
+
+@pytest.mark.parametrize(
+    ("local_stage_max_s", "regular"),
+    [(120, []), (0, ["execute", "collect", "score"])],
+    ids=["short-runs-as-local-activities", "every-stage-a-regular-activity"],
+)
 async def test_every_cell_is_scored_once_and_head_beats_base(
-    engine_settings: Settings, agent_repo: AgentRepo
+    engine_settings: Settings, agent_repo: AgentRepo, local_stage_max_s: int, regular: list[str]
 ) -> None:
-    world = load_world(engine_settings.catalog_root, "tiny")
+    settings = engine_settings.model_copy(update={"local_stage_max_s": local_stage_max_s})
+    world = load_world(settings.catalog_root, "tiny")
     version_before = tree_version(world.path)
-    store = open_store(engine_settings)
-    spec = plan(engine_settings, agent_repo, trials=2)
-    report = await run_experiment(engine_settings, store, spec, quiet=True)
+    store = open_store(settings)
+    spec = plan(settings, agent_repo, trials=2)
+    report = await run_experiment(settings, store, spec, quiet=True)
 
     runs = store.list_runs(spec.experiment_id)
     assert sorted(r.run_id for r in runs) == sorted(c.run_id for c in spec.cells())
@@ -58,6 +79,9 @@ async def test_every_cell_is_scored_once_and_head_beats_base(
     overall = next(row for row in report.comparisons[0].rows if row.overall)
     assert overall.head_mean > overall.base_mean
     assert tree_version(world.path) == version_before  # the pristine world is never written
+    # the tiny agent's timeout (60 s) is within 120 s: placement follows local_stage_max_s
+    for cell in spec.cells()[:3]:
+        assert await scheduled_activities(settings, cell.run_id) == regular
 
 
 async def test_runs_record_what_makes_them_reproducible(
