@@ -1,16 +1,21 @@
 """Switching provider is one setting: the tiny experiment through the real engine (Temporal dev
-server, workers, store) with EVALBOT_PROVIDER=modal, on the fake Modal (tests/fakes/modal_fake)."""
+server, workers, store) with EVALBOT_PROVIDER=modal, on the fake Modal (tests/fakes/modal_fake), and
+the demo (`evalbot demo`) on the local provider and on the fake Modal with the same verdicts."""
 
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from bot.cli import _register_commands, cli
 from bot.commands.engine import run_experiment
 from bot.composition import open_store
+from tests.conftest import REPO_ROOT
 from tests.fakes.modal_fake import FakeModal, host_problem
 from tests.support.agent_repo import TINY_CATALOG, AgentRepo
 from workflows.catalog.hashing import tree_version
@@ -21,6 +26,7 @@ from workflows.engine.planning import plan_experiment
 from workflows.providers import PROVIDERS, SandboxProvider
 from workflows.providers.modal import ModalConfig, ModalProvider
 from workflows.records import RunStatus
+from workflows.report import ExperimentReport
 from workflows.settings import Settings
 
 pytestmark = [
@@ -118,3 +124,78 @@ async def test_the_tiny_experiment_runs_unchanged_on_modal(
     assert {tags["run"] for tags in run_tags} == {c.run_id for c in spec.cells()}
     assert {tags["experiment"] for tags in run_tags} == {spec.experiment_id}
     assert all(meta["block_network"] for meta in metas if meta["tags"]["evalbot"] == "run")
+
+
+# -- the demo ------------------------------------------------------------------------------------
+
+# What `evalbot demo` must show (seed 0, 3 trials, all 30 cases of `bar`), on any provider: the PR
+# completes the lists the main branch leaves short and leaks privileged documents into summaries
+# (tests/examples/test_pr_overlay.py), nothing else changes detectably, and the LLM-judged criterion
+# is not judged (no judge configured). Verdict, then the arms' means as the report rounds them.
+DEMO_EXPECTED = {
+    "overall": ("no detectable change", 0.85, 0.91),
+    "accuracy": ("no detectable change", 1.00, 0.96),
+    "completeness": ("improved", 0.22, 1.00),
+    "citations": ("no detectable change", 0.85, 0.89),
+    "quality": ("not judged", None, None),
+    "world_change": ("no detectable change", 1.00, 1.00),
+    "format": ("no detectable change", 1.00, 1.00),
+    "privilege": ("regressed", 1.00, 0.14),
+}
+DEMO_CELLS = 30 * 2 * 3
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+@pytest.mark.parametrize("provider", ["local", "modal"])
+def test_the_demo_shows_the_same_on_local_and_on_modal(
+    provider: str, tmp_path: Path, temporal_server: DevServer, request: pytest.FixtureRequest
+) -> None:
+    """`evalbot demo --json` itself (the CLI, run in this process so that the "modal" factory
+    builds the real provider on the fake), with EVALBOT_PROVIDER as the only difference between
+    the two runs; the rest of the environment is the test harness's (where state goes, this
+    session's Temporal server, task queues of its own, a short poll interval)."""
+    if provider == "modal":
+        cloud: FakeModal = request.getfixturevalue("cloud")
+        providers: list[ModalProvider] = request.getfixturevalue("providers")
+    suffix = uuid.uuid4().hex[:8]
+    env = {name: None for name in os.environ if name.startswith(("EVALBOT_", "OPENAI_"))} | {
+        "EVALBOT_DATA_DIR": str(tmp_path / "evalbot"),
+        "EVALBOT_CATALOG_ROOT": str(REPO_ROOT),
+        "EVALBOT_TEMPORAL_ADDRESS": temporal_server.address,
+        "EVALBOT_RUN_TASK_QUEUE": f"runs-{suffix}",
+        "EVALBOT_COLLECT_TASK_QUEUE": f"collect-{suffix}",
+        "EVALBOT_SCORE_TASK_QUEUE": f"score-{suffix}",
+        "EVALBOT_PROVISION_TASK_QUEUE": f"provision-{suffix}",
+        "EVALBOT_POLL_INTERVAL_S": "0.2",
+        "EVALBOT_PROVIDER": provider,
+    }
+    _register_commands()
+    result = CliRunner().invoke(
+        cli, ["demo", "--json", "--output", str(tmp_path / "demo-output")], env=env
+    )
+
+    assert result.exit_code == 0, result.output
+    report = ExperimentReport.model_validate_json(result.stdout)
+    assert (report.dataset, report.trials, len(report.arms)) == ("bar", 3, 2)
+    assert report.progress.complete and report.progress.by_status == {"scored": DEMO_CELLS}
+    shown = {
+        row.criterion: (str(row.verdict), _rounded(row.base_mean), _rounded(row.head_mean))
+        for row in report.comparisons[0].rows
+    }
+    assert shown == DEMO_EXPECTED
+    store = open_store(Settings(data_dir=tmp_path / "evalbot", database_url=None))
+    runs = store.list_runs(report.experiment_id)
+    assert len(runs) == DEMO_CELLS and {r.provider for r in runs} == {provider}
+    if provider != "modal":
+        return
+    (made,) = providers
+    assert made.images.builds == 2 and made.worlds.uploads == 1
+    assert len(cloud.stats.accepted) == DEMO_CELLS + 2  # a sandbox per cell plus the two builds
+    assert cloud.stats.max_per_window(1.0) <= 5
+    assert made.admission.stats.gave_up == 0
+    metas = [json.loads(p.read_text()) for p in cloud.root.glob("sandboxes/*/meta.json")]
+    assert len(metas) == DEMO_CELLS + 2
+    assert all(meta["terminated_at"] is not None for meta in metas)
