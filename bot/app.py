@@ -19,6 +19,7 @@ from bot.webhooks.deliveries import DeliveryGate, DeliveryLog
 from bot.webhooks.endpoint import webhook_api
 from bot.webhooks.routes import build_router
 from workflows.settings import Settings
+from workflows.store import Store
 
 
 def create_app(
@@ -30,7 +31,8 @@ def create_app(
 ) -> FastAPI:
     """The webhook app; GitHubConfigError when the webhook secret or credentials are unset."""
     secret = webhook_secret(settings)
-    service = build_service(settings, launcher, github or GitHubClients(settings))
+    spend = store if isinstance(store, Store) else None  # the daily cap counts spend there
+    service = build_service(settings, launcher, github or GitHubClients(settings), spend)
     app = FastAPI(title="evalbot", docs_url=None, redoc_url=None, openapi_url=None)
     app.include_router(
         webhook_api(secret, settings.max_body_bytes, build_router(), service, DeliveryGate(store))
@@ -50,8 +52,6 @@ def app_from_environment() -> FastAPI:
     """The app for `uvicorn --factory`, once per process (`evalbot serve --processes N`):
     settings from the EVALBOT_* environment, Temporal at EVALBOT_TEMPORAL_ADDRESS. The database
     is migrated by the parent before the processes start."""
-    from workflows.store import Store
-
     settings = Settings()
     store = Store.from_settings(settings)
     return create_app(settings, TemporalLauncher(settings, store), store)
@@ -66,8 +66,10 @@ def webhook_secret(settings: Settings) -> bytes:
     return secret.get_secret_value().encode()
 
 
-def build_service(settings: Settings, launcher: Launcher, github: GitHubClients) -> EvalService:
+def build_service(
+    settings: Settings, launcher: Launcher, github: GitHubClients, store: Store | None = None
+) -> EvalService:
     def gateway(repo: str, installation_id: int | None) -> RepoGateway:
         return RepoGateway(github.for_repo(repo, installation_id), repo)
 
-    return EvalService(settings, launcher, gateway, github.bot_login)
+    return EvalService(settings, launcher, gateway, github.bot_login, store)

@@ -5,7 +5,9 @@ the arms are `base` (the PR's base SHA, or the merge base with `--vs merge-base`
 PR's head SHA). The dataset, its worlds and rubrics come from the service's catalog
 (`settings.catalog_root`), never from the PR branch. The experiment's budget is the repository's
 default (EVALBOT_REPO_BUDGETS_USD under `owner/name` or the clone URL, else EVALBOT_BUDGET_USD),
-carried as the spec label `budget_usd` like `evalbot run --budget-usd` (workflows/budget.py).
+lowered to what is left of the repository's daily cap (EVALBOT_DAILY_CAP_USD), and carried as the
+spec label `budget_usd` like `evalbot run --budget-usd` (workflows/budget.py). Planning raises
+BudgetExhausted when the daily cap is spent.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from pathlib import Path
 from bot.github.types import PullInfo
 from bot.grammar import StartEval
 from bot.identity import experiment_id
-from workflows.budget import budget_label, default_budget
+from workflows.budget import budget_label, effective_budget
 from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine.planning import plan_experiment
 from workflows.settings import Settings
+from workflows.store import Store
 
 BASE_ARM = "base"
 HEAD_ARM = "head"
@@ -40,8 +43,10 @@ class Planner:
     a dataset costs more than the rest of a webhook delivery), so a changed catalog is seen at once.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, store: Store | None = None) -> None:
+        """`store` counts the repository's spend today; required with a daily cap."""
         self.settings = settings
+        self.store = store
         self._templates: dict[TemplateKey, tuple[Signature, ExperimentSpec]] = {}
         self._lock = threading.Lock()
 
@@ -57,14 +62,17 @@ class Planner:
                 ),
                 "repo": pull.clone_url,
                 "arms": tuple(arms),
-                "labels": _labels(pull, request, requested_by) | self._budget(pull),
+                "labels": _labels(pull, request, requested_by),
             }
         )
         _check_limits(self.settings, spec)
-        return spec
+        return spec.model_copy(update={"labels": spec.labels | self._budget(pull)})
 
     def _budget(self, pull: PullInfo) -> dict[str, str]:
-        return budget_label(default_budget(self.settings, pull.repo, pull.clone_url))
+        budget = effective_budget(
+            self.settings, self.store, pull.clone_url, None, aliases=(pull.repo,)
+        )
+        return budget_label(budget)
 
     def _template(self, request: StartEval, arms: list[ArmSpec]) -> ExperimentSpec:
         key = (request.dataset, request.cases, request.trials)

@@ -17,6 +17,10 @@ def usage_error(actor: str, problem: str) -> str:
     return f"@{actor} I could not run that: {_sentence(problem)}\n\n```\n{USAGE}\n```"
 
 
+def budget_spent(actor: str, problem: str) -> str:
+    return f"@{actor} I did not start it: {_sentence(problem)}"
+
+
 def help_text(actor: str) -> str:
     return (
         f"@{actor} here is what I understand. Datasets, worlds and rubrics come from the "

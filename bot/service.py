@@ -42,9 +42,11 @@ from bot.trust import (
     actor_verdict,
     fork_verdict,
 )
+from workflows.budget import BudgetExhausted
 from workflows.catalog.errors import CatalogError, UnknownNameError
 from workflows.engine.planning import PlanError
 from workflows.settings import Settings
+from workflows.store import Store
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -88,9 +90,11 @@ class EvalService:
         launcher: Launcher,
         gateways: GatewayFactory,
         bot_login: Callable[[], str],
+        store: Store | None = None,
     ) -> None:
+        """`store`: where the repository's spend today is counted (needed with a daily cap)."""
         self.settings = settings
-        self.planner = Planner(settings)
+        self.planner = Planner(settings, store)
         self.launcher = launcher
         self._gateways = gateways
         self._bot_login = bot_login
@@ -138,6 +142,9 @@ class EvalService:
             return Outcome("refused", "fork head not approved")
         try:
             started = await self._launch(gw, pull, command, origin)
+        except BudgetExhausted as error:
+            await self._reply(gw, origin, replies.budget_spent(origin.actor, str(error)))
+            return Outcome("refused", "daily cap spent")
         except PLAN_ERRORS as error:
             return await self._reject(gw, origin, str(error))
         await self._react(gw, origin, "rocket")
@@ -259,6 +266,9 @@ class EvalService:
         for dataset in datasets:
             try:
                 started.append(await self._launch(gw, pull, StartEval(dataset), origin))
+            except BudgetExhausted as error:  # the same for every dataset: answer once
+                await self._reply(gw, origin, replies.budget_spent(origin.actor, str(error)))
+                break
             except PLAN_ERRORS as error:
                 await self._reply(gw, origin, replies.usage_error(origin.actor, str(error)))
         return started

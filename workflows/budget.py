@@ -157,15 +157,26 @@ def budget_label(budget: float | None) -> dict[str, str]:
 
 
 def effective_budget(
-    settings: Settings, store: Store, repo: str, budget_usd: float | None
+    settings: Settings,
+    store: Store | None,
+    repo: str,
+    budget_usd: float | None,
+    *,
+    aliases: tuple[str, ...] = (),
 ) -> float | None:
-    """The experiment's budget: the flag, else the repo's default, else the global default —
-    lowered to what is left of the daily cap. Raises BudgetExhausted when the cap is spent."""
+    """The experiment's budget: the flag, else the repo's default (looked up under `aliases`,
+    then `repo`), else the global default — lowered to what is left of the repository's daily cap,
+    so that the workflow's stop-scheduling at the budget also enforces the cap during the run.
+    `repo` is the experiments' `repo` whose spend today counts. Raises BudgetExhausted when the
+    cap is spent. Approximate: experiments of one repository running at once each get what was
+    left when they started (docs/cli.md)."""
     budget = budget_usd
     if budget is None:
-        budget = default_budget(settings, repo)
+        budget = default_budget(settings, *aliases, repo)
     if settings.daily_cap_usd is None:
         return budget
+    if store is None:
+        raise TypeError("the daily cap needs the store, to count what was spent today")
     left = settings.daily_cap_usd - spent_today(store, repo)
     if left <= 0:
         raise BudgetExhausted(

@@ -155,7 +155,7 @@ async def _handle_one(
             return [{"action": "ignored", "detail": "; ".join(skipped)}]
         if event.delivery_id and not store.record_delivery(event.delivery_id, event.name):
             return [{"action": "duplicate", "delivery": event.delivery_id}]
-        service = build_service(settings, TemporalLauncher(settings, store), clients)
+        service = build_service(settings, TemporalLauncher(settings, store), clients, store)
         return [asdict(o) for o in await Router.run(handlers, event, service)]
     except PayloadError as error:
         raise BotError(str(error)) from None

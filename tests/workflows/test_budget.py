@@ -88,3 +88,16 @@ def test_daily_cap_lowers_the_budget_and_refuses_when_spent(tmp_path: Path) -> N
         effective_budget(settings, store, "/repo", 2.0)
     no_cap = settings.model_copy(update={"daily_cap_usd": None})
     assert effective_budget(no_cap, store, "/repo", 2.0) == 2.0
+
+
+def test_repo_defaults_are_looked_up_under_aliases_first(tmp_path: Path) -> None:
+    url = "https://x/acme/agent.git"
+    budgets = {"acme/agent": 1.0, url: 2.0}
+    settings = Settings(data_dir=tmp_path, budget_usd=9.0, repo_budgets_usd=budgets)
+    assert effective_budget(settings, None, url, None, aliases=("acme/agent",)) == 1.0
+    assert effective_budget(settings, None, url, None, aliases=("acme/other",)) == 2.0
+    assert effective_budget(settings, None, "/elsewhere", None) == 9.0
+    assert effective_budget(settings, None, url, 0.5, aliases=("acme/agent",)) == 0.5
+    capped = settings.model_copy(update={"daily_cap_usd": 1.0})
+    with pytest.raises(TypeError, match="needs the store"):  # never silently uncapped
+        effective_budget(capped, None, url, None)

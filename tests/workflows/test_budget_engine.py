@@ -1,6 +1,7 @@
 """A budget smaller than the experiment's cost, through the real Temporal dev server and the local
 sandbox provider: the ExperimentWorkflow stops starting cells once the finished ones spent the
-budget, finishes what is running, and the report marks the partial result as stopped by budget."""
+budget, finishes what is running, and the report marks the partial result as stopped by budget.
+The repository's daily cap binds the same way, through the budget label it lowers."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from bot.commands.engine import run_experiment
 from bot.composition import open_store
 from bot.render import render_markdown
 from tests.support.agent_repo import TINY_CATALOG, tiny_agent_repo
-from workflows.budget import spent
+from tests.support.experiments import make_spec, scored_run
+from workflows.budget import BudgetExhausted, budget_label, effective_budget, spent, spent_today
 from workflows.catalog.models import ArmSpec
 from workflows.engine.devserver import DevServer
 from workflows.engine.planning import plan_experiment
@@ -88,3 +90,38 @@ async def test_a_budget_above_the_cost_changes_nothing(settings: Settings, tmp_p
     assert report.progress.complete
     assert report.budget is not None and not report.budget.stopped
     assert "Stopped by budget" not in render_markdown(report)
+
+
+async def test_the_daily_cap_stops_a_run_that_would_overspend_it(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """The repository spent most of its daily cap earlier today; a new experiment with a generous
+    budget of its own gets what is left as its budget label, so the cap binds during the run."""
+    repo = tiny_agent_repo(tmp_path / "agent")
+    store = open_store(settings)
+    earlier = make_spec(n_cases=2, trials=1).model_copy(
+        update={"experiment_id": "earlier-today", "repo": str(repo.path)}
+    )
+    store.save_experiment(earlier)
+    for i in range(2):
+        store.save_run(scored_run(earlier, i, "main", 0, {"x": 1.0}, cost=0.25))
+    capped = settings.model_copy(update={"daily_cap_usd": 0.5 + 1e-6})  # ~nothing left today
+    max_parallel = 2
+    spec = plan_experiment(
+        capped,
+        repo=str(repo.path),
+        dataset="tiny",
+        arms=[ArmSpec(name="head", ref="head", commit=repo.head)],
+        trials=1,
+        labels=budget_label(effective_budget(capped, store, str(repo.path), 100.0)),
+    )
+    assert len(spec.cells()) == 5
+    report = await run_experiment(capped, store, spec, max_parallel, quiet=True)
+
+    runs = store.list_runs(spec.experiment_id)
+    costs = [r.usage.cost_usd + r.sandbox.cost_usd for r in runs]
+    assert 1 <= len(runs) <= max_parallel  # stopped: the cells in flight finished, no more
+    assert spent_today(store, str(repo.path)) <= 0.5 + 1e-6 + max_parallel * max(costs)
+    assert report.budget is not None and report.budget.stopped
+    with pytest.raises(BudgetExhausted):  # and the next experiment today does not start
+        effective_budget(capped, store, str(repo.path), 100.0)
