@@ -6,13 +6,15 @@ import fnmatch
 import tomllib
 from pathlib import Path
 
+import pytest
 from alembic import command
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import create_engine, func, inspect, select, text
 
 from tests.workflows.store.builders import make_result, make_spec
+from workflows.records import SandboxUsage
 from workflows.store import Store, schema
 from workflows.store.engine import parse_url
-from workflows.store.tables import metadata
+from workflows.store.tables import criterion_scores, metadata, runs
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 TABLES = {
@@ -65,6 +67,26 @@ def test_runs_stored_before_0006_read_without_a_provision_time(store: Store) -> 
         command.downgrade(schema.alembic_config(connection), "0005")
     store.migrate()
     assert store.get_run(make_result().run_id) == make_result(provision_s=None)
+
+
+@pytest.mark.parametrize("target", ["0005", "0004", "0003", "0002", "0001"])
+def test_downgrades_keep_runs_and_their_criterion_scores(store: Store, target: str) -> None:
+    """A downgrade that only drops columns keeps the rows: on SQLite a batch-mode rebuild of
+    `runs` would drop the old table and, through ON DELETE CASCADE, every criterion score."""
+    sandbox = SandboxUsage(cpu_seconds=3.0, sandbox_seconds=9.0, cost_usd=0.002)
+    store.save_experiment(make_spec())
+    store.save_run(make_result(sandbox=sandbox))
+    with store._engine.begin() as connection:
+        command.downgrade(schema.alembic_config(connection), target)
+    with store._engine.connect() as connection:
+        count_runs = connection.scalar(select(func.count()).select_from(runs))
+        count_scores = connection.scalar(select(func.count()).select_from(criterion_scores))
+    assert (count_runs, count_scores) == (1, 3)
+    store.migrate()
+    expected = make_result(
+        sandbox=sandbox if target >= "0005" else SandboxUsage(), provision_s=None
+    )
+    assert store.get_run(expected.run_id) == expected
 
 
 def test_downgrade_to_base_removes_every_table(store: Store, store_url: str) -> None:

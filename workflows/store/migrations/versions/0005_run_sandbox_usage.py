@@ -26,5 +26,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("runs", schema=None) as batch_op:
-        batch_op.drop_column("sandbox_usage")
+    # Not batch mode: on SQLite that copies `runs` into a new table and drops the old one, and
+    # the drop cascades to criterion_scores (foreign keys are on). SQLite >= 3.35 drops natively.
+    op.drop_column("runs", "sandbox_usage")
