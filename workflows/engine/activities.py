@@ -294,7 +294,7 @@ class RunActivities:
         sandbox = await self._attach(job.sandbox_id)
         world = self.catalog.world(self.catalog.case(job.dataset, job.case_id).world)
         originals = self.catalog.world_hashes(world)
-        staging = self.blobs.staging(job.run_id)
+        staging = await asyncio.to_thread(self.blobs.staging, job.run_id)
         async with self._collect_slots, heartbeating("collect"):
             collected = await collect_outputs(sandbox, staging, originals)
             redactor = Redactor.from_settings(self.settings)  # no secret value reaches a blob

@@ -7,10 +7,12 @@ the pristine world plus a list of deleted paths (see workflows/blobs.py for the 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from pydantic import ValidationError
 
@@ -21,6 +23,7 @@ MAX_OUT_FILES = 10_000
 MAX_OUT_BYTES = 2 << 30
 MAX_USAGE_BYTES = 64 * 1024
 ANSWER_FILES = ("answer.md", "answer.json")
+SMALL_FILE_BYTES = 1 << 20
 
 
 @dataclass
@@ -38,14 +41,48 @@ def _safe_relative(path: str) -> Path | None:
 
 
 async def _stream(sandbox: Sandbox, source: str, dest: Path) -> str:
-    """Copy one sandbox file to `dest`; returns its sha256."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    """Copy one sandbox file to `dest`; returns its sha256. Small files are written with one
+    thread hop, larger ones chunk by chunk: file I/O never blocks the worker's event loop and a
+    file is never held whole in memory beyond SMALL_FILE_BYTES."""
     digest = hashlib.sha256()
-    with dest.open("wb") as handle:
+    buffered: list[bytes] = []
+    size = 0
+    handle: BinaryIO | None = None
+    try:
         async for chunk in sandbox.iter_file(source):
             digest.update(chunk)
-            handle.write(chunk)
+            if handle is None and size + len(chunk) <= SMALL_FILE_BYTES:
+                buffered.append(chunk)
+                size += len(chunk)
+                continue
+            if handle is None:
+                handle = await asyncio.to_thread(_open_with, dest, buffered)
+            await asyncio.to_thread(handle.write, chunk)
+        if handle is None:
+            await asyncio.to_thread(_write_all, dest, buffered)
+    finally:
+        if handle is not None:
+            await asyncio.to_thread(handle.close)
     return digest.hexdigest()
+
+
+async def _sha256(sandbox: Sandbox, source: str) -> str:
+    digest = hashlib.sha256()
+    async for chunk in sandbox.iter_file(source):
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _open_with(dest: Path, chunks: list[bytes]) -> BinaryIO:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    handle = dest.open("wb")
+    handle.writelines(chunks)
+    return handle
+
+
+def _write_all(dest: Path, chunks: list[bytes]) -> None:
+    with _open_with(dest, chunks):
+        pass
 
 
 async def collect_outputs(sandbox: Sandbox, staging: Path, originals: dict[str, str]) -> Collected:
@@ -53,15 +90,17 @@ async def collect_outputs(sandbox: Sandbox, staging: Path, originals: dict[str, 
     await _collect_out(sandbox, staging / "out", collected)
     await _collect_world(sandbox, staging, originals, collected)
     out = staging / "out"
-    collected.has_answer = any(
-        (out / name).is_file() and (out / name).stat().st_size > 0 for name in ANSWER_FILES
-    )
-    collected.usage = _read_usage(out / "usage.json", collected.notes)
+    collected.has_answer = await asyncio.to_thread(_has_answer, out)
+    collected.usage = await asyncio.to_thread(_read_usage, out / "usage.json", collected.notes)
     return collected
 
 
+def _has_answer(out: Path) -> bool:
+    return any((out / name).is_file() and (out / name).stat().st_size > 0 for name in ANSWER_FILES)
+
+
 async def _collect_out(sandbox: Sandbox, out_dir: Path, collected: Collected) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    await asyncio.to_thread(out_dir.mkdir, parents=True, exist_ok=True)
     total, count = 0, 0
     for info in await _list(sandbox, "/out", collected):
         relative = _regular_file(info, "/out", collected)
@@ -88,11 +127,13 @@ async def _collect_world(
         if relative is None:
             continue
         present.add(info.path)
-        copied_hash = await _stream(sandbox, f"/world/{info.path}", changes / relative)
-        if copied_hash == originals.get(info.path):
-            (changes / relative).unlink()  # unchanged
+        source = f"/world/{info.path}"
+        original = originals.get(info.path)
+        if original is not None and await _sha256(sandbox, source) == original:
+            continue  # unchanged: read, never written
+        await _stream(sandbox, source, changes / relative)
     deleted = sorted(set(originals) - present)
-    (staging / "world_deleted.json").write_text(json.dumps(deleted))
+    await asyncio.to_thread((staging / "world_deleted.json").write_text, json.dumps(deleted))
 
 
 async def _list(sandbox: Sandbox, root: str, collected: Collected) -> list[FileInfo]:

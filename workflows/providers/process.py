@@ -102,7 +102,7 @@ class ProcessSandbox(FolderSandbox):
             raise
         finally:
             os.close(write_fd)
-        await asyncio.to_thread(self.record_runner, pid, start_time(pid) or 0)
+        await asyncio.to_thread(lambda: self.record_runner(pid, start_time(pid) or 0))
         if not await wait_ready(read_fd, self.provider.start_timeout_s):
             raise SandboxError(f"the runner of sandbox {self.id} did not start")
 
@@ -137,6 +137,14 @@ class ProcessSandbox(FolderSandbox):
                 kill(pid, started, signal.SIGKILL)
                 await wait_gone(pid, started, TERMINATE_GRACE_S)
         await asyncio.to_thread(shutil.rmtree, self.layout.root, True)
+
+
+def _fill(layout: Layout, spec: SandboxSpec, meta: dict[str, Any]) -> None:
+    """The sandbox's folders besides the world, and its metadata (written last)."""
+    layout.out.mkdir()
+    (layout.root / "tmp").mkdir()
+    write_case_files(layout.case, spec.case_files)
+    write_meta(layout, meta)
 
 
 class ProcessProvider(SandboxProvider):
@@ -174,12 +182,9 @@ class ProcessProvider(SandboxProvider):
         meta = {"id": sandbox_id, "provider": self.name, "created_at": time.time()}
         meta |= spec_to_meta(spec) | {"runner": None}
         try:
-            layout.root.mkdir(parents=True, mode=0o700)
+            await asyncio.to_thread(layout.root.mkdir, parents=True, mode=0o700)
             await copy_world(spec.world_dir, layout.world)
-            layout.out.mkdir()
-            (layout.root / "tmp").mkdir()
-            write_case_files(layout.case, spec.case_files)
-            write_meta(layout, meta)
+            await asyncio.to_thread(_fill, layout, spec, meta)
         except BaseException as error:
             await asyncio.shield(asyncio.to_thread(shutil.rmtree, layout.root, True))
             if isinstance(error, OSError):
