@@ -9,11 +9,11 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from workflows.catalog.models import ExperimentSpec
+from workflows.engine.converter import data_converter
 from workflows.engine.types import ExperimentInput, Progress, StageQueues
 from workflows.settings import Settings
 
@@ -48,7 +48,7 @@ async def connect(
             return await Client.connect(
                 target,
                 namespace=settings.temporal_namespace,
-                data_converter=pydantic_data_converter,
+                data_converter=data_converter,
             )
         except RuntimeError:
             if time.monotonic() >= deadline:
@@ -64,15 +64,19 @@ async def start_experiment(
     reporter: dict[str, Any] | None = None,
     max_parallel: int | None = None,
     only_failed: bool = False,
+    spent_usd: float = 0.0,
 ) -> str:
     """Start the ExperimentWorkflow with id = spec.experiment_id. Starting the same id again is a
-    no-op (the existing experiment is kept), so a redelivered request starts nothing new."""
+    no-op (the existing experiment is kept), so a redelivered request starts nothing new.
+    `spent_usd` counts toward the budget label from the start: a rerun passes what the
+    experiment's stored runs cost (workflows.budget.spent)."""
     job = ExperimentInput(
         spec=spec,
         queues=stage_queues(settings),
         max_parallel=max_parallel or settings.resolved_experiment_parallelism,
         reporter=reporter,
         only_failed=only_failed,
+        spent_usd=spent_usd,
     )
     policy = (
         WorkflowIDReusePolicy.ALLOW_DUPLICATE
@@ -125,8 +129,11 @@ async def wait_for(client: Client, experiment_id: str) -> Progress:
     return await _handle(client, experiment_id).result()
 
 
-async def rerun_failed(client: Client, settings: Settings, spec: ExperimentSpec) -> str:
-    """Run the experiment's errored cells again (after it finished); their results are replaced."""
+async def rerun_failed(
+    client: Client, settings: Settings, spec: ExperimentSpec, *, spent_usd: float
+) -> str:
+    """Run the experiment's errored cells again (after it finished); their results are replaced.
+    `spent_usd` is what its stored runs cost: the rerun's budget is what is left of the label."""
     if await is_running(client, spec.experiment_id):
         raise RuntimeError(f"experiment '{spec.experiment_id}' is still running")
-    return await start_experiment(client, settings, spec, only_failed=True)
+    return await start_experiment(client, settings, spec, only_failed=True, spent_usd=spent_usd)
