@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from temporalio.client import Client, WorkflowFailureError
 
 from bot.identity import parse_experiment_id
+from workflows.budget import spent
 from workflows.catalog.models import ExperimentSpec
 from workflows.engine import client as engine
 from workflows.engine.types import Progress
@@ -76,8 +77,14 @@ class TemporalLauncher:
                 raise LaunchError(f"experiment {experiment_id} is still running")
         except engine.ExperimentNotFound:
             pass  # known to the store but gone from Temporal (retention): start it afresh
+        runs = await asyncio.to_thread(self._store.list_runs, experiment_id)
         return await engine.start_experiment(
-            client, self._settings, record.spec, reporter=reporter, only_failed=True
+            client,
+            self._settings,
+            record.spec,
+            reporter=reporter,
+            only_failed=True,
+            spent_usd=spent(runs),  # the rerun's budget is what is left of the experiment's
         )
 
     async def status(self, experiment_id: str) -> Progress | None:

@@ -19,6 +19,7 @@ import click
 from bot import composition, demo
 from bot.progress import ProgressDisplay
 from bot.render import render_markdown
+from workflows.budget import spent
 from workflows.catalog.errors import CatalogError, UnknownNameError
 from workflows.catalog.loaders import load_dataset
 from workflows.catalog.models import ArmSpec, ExperimentSpec
@@ -145,7 +146,8 @@ async def run_experiment(
     it ends, and build its report."""
     async with composition.session(settings, store) as active:
         if only_failed:
-            await engine_client.rerun_failed(active.client, settings, spec)
+            spent_usd = spent(store.list_runs(spec.experiment_id))
+            await engine_client.rerun_failed(active.client, settings, spec, spent_usd=spent_usd)
         else:
             await engine_client.start_experiment(
                 active.client, settings, spec, max_parallel=max_parallel

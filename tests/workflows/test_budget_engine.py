@@ -15,10 +15,14 @@ from bot.composition import open_store
 from bot.render import render_markdown
 from tests.support.agent_repo import TINY_CATALOG, tiny_agent_repo
 from tests.support.experiments import make_spec, scored_run
+from tests.workflows.engine.test_missing_secrets import plan_with_secret_arm
 from workflows.budget import BudgetExhausted, budget_label, effective_budget, spent, spent_today
 from workflows.catalog.models import ArmSpec
+from workflows.engine.client import connect, wait_for
 from workflows.engine.devserver import DevServer
 from workflows.engine.planning import plan_experiment
+from workflows.records import RunStatus
+from workflows.secret_store import LocalSecretStore
 from workflows.settings import Settings
 
 
@@ -125,3 +129,29 @@ async def test_the_daily_cap_stops_a_run_that_would_overspend_it(
     assert report.budget is not None and report.budget.stopped
     with pytest.raises(BudgetExhausted):  # and the next experiment today does not start
         effective_budget(capped, store, str(repo.path), 100.0)
+
+
+async def test_a_rerun_counts_what_the_experiment_already_spent(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """`rerun --failed` starts the experiment again under its id with only its errored cells; the
+    workflow counts what the stored runs cost toward the budget, so a rerun cannot spend the whole
+    budget again. Here the first run (all four cells in flight at once) spent the budget: the rerun
+    of the two errored cells starts nothing, though their cause is fixed."""
+    spec = plan_with_secret_arm(settings, tmp_path / "agent", trials=2)
+    spec = spec.model_copy(update={"labels": {**spec.labels, **budget_label(1e-6)}})
+    store = open_store(settings)
+    await run_experiment(settings, store, spec, 4, quiet=True)
+    before = {r.run_id: r for r in store.list_runs(spec.experiment_id)}
+    assert len(before) == 4 and spent(before.values()) > 1e-6
+    assert {r.status for r in before.values() if r.arm == "secret"} == {RunStatus.SANDBOX_ERROR}
+
+    LocalSecretStore.from_settings(settings).replace({"never-synced": {"KEY": "v4lue-xyz"}})
+    await run_experiment(settings, store, spec, quiet=True, only_failed=True)
+
+    after = {r.run_id: r for r in store.list_runs(spec.experiment_id)}
+    assert after == before  # no errored cell was run again
+    progress = await wait_for(await connect(settings), spec.experiment_id)
+    assert progress.stopped_by_budget
+    assert (progress.total, progress.cancelled) == (2, 2)
+    assert progress.spent_usd == pytest.approx(spent(before.values()), abs=1e-6)

@@ -28,6 +28,7 @@ class ExperimentInput:
     max_parallel: int  # RunWorkflows in flight for this experiment
     reporter: dict[str, Any] | None = None
     only_failed: bool = False  # rerun: only cells whose stored result is an error
+    spent_usd: float = 0.0  # rerun: what the stored runs already cost, counted toward the budget
 
 
 @dataclass
@@ -148,7 +149,7 @@ class Progress:
     errored: int = 0
     cancelled: int = 0
     done: bool = False
-    spent_usd: float = 0.0  # what finished cells cost (agent + sandbox)
+    spent_usd: float = 0.0  # finished cells' cost (agent + sandbox), a rerun's earlier spend too
     stopped_by_budget: bool = False  # cells were left unstarted: spent reached the budget
 
     @property

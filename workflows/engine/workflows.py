@@ -199,6 +199,7 @@ class ExperimentWorkflow:
 
     @workflow.run
     async def run(self, job: ExperimentInput) -> Progress:
+        self.spent_usd = job.spent_usd  # a rerun starts from what the experiment already spent
         await self._bookkeeping(job, "save_experiment", job.spec)
         cells = await self._cells(job)
         self.states = {cell.run_id: "queued" for cell in cells}
