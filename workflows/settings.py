@@ -209,7 +209,10 @@ class Settings(BaseSettings):
         None, ge=0, description="Default per-experiment budget when --budget-usd is not given."
     )
     repo_budgets_usd: dict[str, float] = Field(
-        default_factory=dict, description="Per-repository default budget (JSON: {repo: usd})."
+        default_factory=dict,
+        description="Per-repository default budget, JSON {name: usd}: the bot looks a repository "
+        "up under its owner/name, then its clone URL; the CLI under --repo as given. Repositories "
+        "not listed get EVALBOT_BUDGET_USD.",
     )
     daily_cap_usd: float | None = Field(
         None, ge=0, description="Spend per repository per UTC day; experiments stop at it."

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from workflows.budget import default_budget
 from workflows.settings import Settings
 
 
@@ -30,3 +33,23 @@ def test_environment_variables_configure_everything(monkeypatch: object) -> None
     monkeypatch.setenv("EVALBOT_TEMPORAL_ADDRESS", "temporal:7233")
     settings = Settings()
     assert (settings.provider, settings.temporal_address) == ("process", "temporal:7233")
+
+
+def test_repo_budgets_are_keyed_as_the_lookup_tries_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The description says what keys EVALBOT_REPO_BUDGETS_USD takes, and they are the ones
+    workflows.budget.default_budget tries: the bot's owner/name then clone URL, the CLI's --repo,
+    else EVALBOT_BUDGET_USD."""
+    monkeypatch.setenv(
+        "EVALBOT_REPO_BUDGETS_USD",
+        '{"acme/agent": 2.5, "https://github.com/acme/other.git": 1.25, "/src/agent": 0.5}',
+    )
+    monkeypatch.setenv("EVALBOT_BUDGET_USD", "7")
+    settings = Settings()
+    url = "https://github.com/acme/agent.git"
+    assert default_budget(settings, "acme/agent", url) == 2.5
+    assert default_budget(settings, "acme/other", "https://github.com/acme/other.git") == 1.25
+    assert default_budget(settings, "/src/agent") == 0.5
+    assert default_budget(settings, "acme/unlisted", "https://github.com/acme/unlisted.git") == 7.0
+    description = Settings.model_fields["repo_budgets_usd"].description or ""
+    for key in ("owner/name", "clone URL", "--repo", "EVALBOT_BUDGET_USD"):
+        assert key in description
