@@ -186,6 +186,7 @@ class RunActivities:
             labels={"experiment": run.cell.experiment_id, "run": run.cell.run_id},
             secret_groups=self._secret_groups(tuple(arm.secrets), run),
         )
+        await self._terminate_leftovers(run.cell.run_id)
         sandbox = await self._create(spec)
         return ProvisionResult(
             sandbox_id=sandbox.id,
@@ -206,6 +207,14 @@ class RunActivities:
             except SandboxError as error:
                 message = f"building {commit[:12]} failed: {error}"
                 raise ApplicationError(message, type="BuildFailed", non_retryable=True) from None
+
+    async def _terminate_leftovers(self, run_id: str) -> None:
+        """Sandboxes an earlier attempt of this run created and never tore down (its worker died
+        first; a replayed run provisions afresh)."""
+        for sandbox_id in await self.provider.sandboxes_of(run_id):
+            activity.logger.warning("terminating %s, left over from an earlier attempt", sandbox_id)
+            with contextlib.suppress(SandboxNotFound):
+                await (await self.provider.attach(sandbox_id)).terminate()
 
     async def _create(self, spec: SandboxSpec) -> Sandbox:
         try:

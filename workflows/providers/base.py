@@ -202,6 +202,12 @@ class SandboxProvider(abc.ABC):
         returns what was freed. Providers without such leftovers keep this default."""
         return []
 
+    async def sandboxes_of(self, run_id: str) -> list[str]:
+        """Ids of sandboxes that exist for `run_id`. Before provisioning a run, the engine
+        terminates these: they are leftovers of an earlier attempt whose worker died before its
+        teardown (one run has one attempt at a time). Providers that cannot list keep []."""
+        return []
+
     @abc.abstractmethod
     async def create(self, spec: SandboxSpec) -> Sandbox: ...
 

@@ -41,6 +41,19 @@ def new_sandbox_id(run_id: str) -> str:
     return f"{slug}-{secrets.token_hex(6)}"
 
 
+def sandboxes_of(sandbox_dir: Path, run_id: str) -> list[str]:
+    """Ids of the sandboxes below `sandbox_dir` created for `run_id` (their metadata says so)."""
+    prefix = new_sandbox_id(run_id).rsplit("-", 1)[0] + "-"
+    found = []
+    for folder in sandbox_dir.iterdir() if sandbox_dir.is_dir() else ():
+        if not (folder.name.startswith(prefix) and ID_PATTERN.fullmatch(folder.name)):
+            continue
+        with contextlib.suppress(SandboxError):  # being created or torn down: not ours to judge
+            if read_meta(Layout(folder)).get("run_id") == run_id:
+                found.append(folder.name)
+    return sorted(found)
+
+
 def check_sandbox_id(sandbox_id: str) -> str:
     if not ID_PATTERN.fullmatch(sandbox_id):
         raise SandboxNotFound(f"no sandbox has the id {sandbox_id!r} (not a sandbox id)")

@@ -55,6 +55,7 @@ from workflows.providers.layout import (
     dir_env,
     new_sandbox_id,
     read_meta,
+    sandboxes_of,
     spec_to_meta,
     tree_size,
     write_case_files,
@@ -369,6 +370,9 @@ class LocalProvider(SandboxProvider):
         """Free uid claims of sandboxes that never came to exist (a worker killed mid-create).
         Workers call it at start; `grace_s` keeps it clear of creates in progress elsewhere."""
         return self.slots.reap(lambda owner: (self.sandbox_dir / owner).exists(), grace_s)
+
+    async def sandboxes_of(self, run_id: str) -> list[str]:
+        return await asyncio.to_thread(sandboxes_of, self.sandbox_dir, run_id)
 
     async def attach(self, sandbox_id: str) -> LocalSandbox:
         layout = Layout(self.sandbox_dir / check_sandbox_id(sandbox_id))

@@ -41,6 +41,7 @@ from workflows.providers.layout import (
     dir_env,
     new_sandbox_id,
     read_meta,
+    sandboxes_of,
     spec_to_meta,
     write_case_files,
     write_meta,
@@ -191,6 +192,9 @@ class ProcessProvider(SandboxProvider):
                 raise SandboxCreateError(f"could not create a sandbox: {error}") from None
             raise
         return ProcessSandbox(self, sandbox_id, layout, meta)
+
+    async def sandboxes_of(self, run_id: str) -> list[str]:
+        return await asyncio.to_thread(sandboxes_of, self.sandbox_dir, run_id)
 
     async def attach(self, sandbox_id: str) -> ProcessSandbox:
         layout = Layout(self.sandbox_dir / check_sandbox_id(sandbox_id))

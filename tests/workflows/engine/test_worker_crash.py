@@ -15,6 +15,7 @@ from tests.support.agent_repo import AgentRepo
 from workflows.catalog.models import ArmSpec
 from workflows.engine.client import connect, start_experiment, wait_for
 from workflows.engine.planning import plan_experiment
+from workflows.providers.layout import ID_PATTERN
 from workflows.records import RunStatus
 from workflows.settings import Settings
 from workflows.store import Store
@@ -78,3 +79,5 @@ async def test_sigkilled_worker_loses_and_duplicates_nothing(
     runs = store.list_runs(spec.experiment_id)
     assert sorted(r.run_id for r in runs) == sorted(c.run_id for c in spec.cells())
     assert [r for r in runs if r.status is not RunStatus.SCORED] == []
+    # the killed worker's sandboxes were torn down or terminated as leftovers when re-provisioned
+    assert [f.name for f in settings.sandbox_dir.iterdir() if ID_PATTERN.fullmatch(f.name)] == []
