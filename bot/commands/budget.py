@@ -14,7 +14,8 @@ import sys
 import click
 
 from bot import composition
-from bot.commands.engine import _arms, _split_multi, one_sentence_errors
+from bot.commands.engine import one_sentence_errors
+from bot.commands.plan_flags import ExperimentFlags, experiment_options
 from workflows.budget import (
     BudgetExhausted,
     budget_label,
@@ -23,8 +24,6 @@ from workflows.budget import (
     format_estimate,
 )
 from workflows.catalog.models import ExperimentSpec
-from workflows.engine.planning import parse_settings, plan_experiment
-from workflows.engine.planning import resolve_arms as resolve_arm_refs
 from workflows.settings import Settings
 from workflows.store import Store
 
@@ -32,41 +31,21 @@ OVER_BUDGET = 4
 
 
 @click.command("estimate")
-@click.option("--repo", default=".", show_default=True)
-@click.option("--dataset", required=True)
-@click.option("--base")
-@click.option("--head")
-@click.option("--arm", "arms", multiple=True)
-@click.option("--trials", type=click.IntRange(1, 100))
-@click.option("--cases", multiple=True)
-@click.option("--set", "sets", multiple=True)
+@experiment_options
 @click.option("--max-parallel", type=click.IntRange(1, 1000), default=8, show_default=True)
 @click.option("--budget-usd", type=click.FloatRange(min=0), help="Exit 4 if the estimate is above.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def estimate_command(
     settings: Settings,
-    repo: str,
-    dataset: str,
-    base: str | None,
-    head: str | None,
-    arms: tuple[str, ...],
-    trials: int | None,
-    cases: tuple[str, ...],
-    sets: tuple[str, ...],
+    flags: ExperimentFlags,
     max_parallel: int,
     budget_usd: float | None,
     as_json: bool,
 ) -> None:
     """Estimate cost and duration of the experiment `evalbot run` would start with these flags."""
     with one_sentence_errors():
-        arm_specs = resolve_arm_refs(
-            settings, repo, _arms(base, head, arms, parse_settings(_split_multi(sets)))
-        )
-        spec = plan_experiment(
-            settings, repo=repo, dataset=dataset, arms=arm_specs, trials=trials,
-            case_selectors=_split_multi(cases),
-        )  # fmt: skip
+        spec = flags.plan(settings)
         store = composition.open_store(settings)
         estimate = estimate_experiment(store, spec, max_parallel=max_parallel)
     over = (
@@ -81,7 +60,7 @@ def estimate_command(
         }
         click.echo(json.dumps(payload, indent=2))
     else:
-        click.echo(f"{dataset}: {estimate.cells} cells, {format_estimate(estimate)}")
+        click.echo(f"{flags.dataset}: {estimate.cells} cells, {format_estimate(estimate)}")
         if over:
             click.echo(f"over the budget of ${budget_usd:.2f}")
     if over:

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from bot import composition, demo
+from bot.commands.plan_flags import ExperimentFlags, experiment_options
 from bot.progress import ProgressDisplay
 from bot.render import render_markdown
 from workflows.budget import spent
@@ -25,8 +26,7 @@ from workflows.catalog.loaders import load_dataset
 from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine import client as engine_client
 from workflows.engine.devserver import DevServerError
-from workflows.engine.planning import PlanError, parse_arm, parse_settings, plan_experiment
-from workflows.engine.planning import resolve_arms as resolve_arm_refs
+from workflows.engine.planning import PlanError, plan_experiment
 from workflows.engine.repos import RepoError
 from workflows.report import ExperimentReport, build_report
 from workflows.scoring.rubric_hash import rubric_hashes
@@ -59,32 +59,8 @@ def one_sentence_errors() -> Iterator[None]:
         raise RunError(str(error)) from None
 
 
-def _split_multi(values: tuple[str, ...]) -> list[str]:
-    return [part for value in values for part in value.split(",") if part]
-
-
-def _arms(
-    base: str | None, head: str | None, arms: tuple[str, ...], sets: dict[str, str]
-) -> list[tuple[str, str, dict[str, str]]]:
-    parsed = [parse_arm(text) for text in arms]
-    if base or head:
-        if not (base and head):
-            raise PlanError("--base and --head go together (or use --arm NAME=REF, repeated)")
-        parsed = [("base", base, {}), ("head", head, {}), *parsed]
-    if not parsed:
-        raise PlanError("say what to compare: --base REF --head REF, or --arm NAME=REF (repeated)")
-    return [(name, ref, {**sets, **config}) for name, ref, config in parsed]
-
-
 @click.command("run")
-@click.option("--repo", default=".", show_default=True, help="Agent repository (path or URL).")
-@click.option("--dataset", required=True, help="Dataset name (see datasets/).")
-@click.option("--base", help="Base ref: the first arm, the one others are compared with.")
-@click.option("--head", help="Head ref: the arm under test.")
-@click.option("--arm", "arms", multiple=True, help="NAME=REF[,key=value...]; repeatable.")
-@click.option("--trials", type=click.IntRange(1, 100), help="Trials per case and arm.")
-@click.option("--cases", multiple=True, help="Case ids or tag:T (comma-separated, repeatable).")
-@click.option("--set", "sets", multiple=True, help="key=value config for every arm; repeatable.")
+@experiment_options
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--max-parallel", type=click.IntRange(1, 1000), help="Runs in flight at once.")
 @click.option("--budget-usd", type=click.FloatRange(min=0), help="Stop starting cells once spent.")
@@ -93,14 +69,7 @@ def _arms(
 @click.pass_obj
 def run_command(
     settings: Settings,
-    repo: str,
-    dataset: str,
-    base: str | None,
-    head: str | None,
-    arms: tuple[str, ...],
-    trials: int | None,
-    cases: tuple[str, ...],
-    sets: tuple[str, ...],
+    flags: ExperimentFlags,
     seed: int,
     max_parallel: int | None,
     budget_usd: float | None,
@@ -111,21 +80,10 @@ def run_command(
     from bot.commands.budget import budget_labels, estimate_line  # budgets, estimate
 
     with one_sentence_errors():
-        arm_specs = resolve_arm_refs(
-            settings, repo, _arms(base, head, arms, parse_settings(_split_multi(sets)))
-        )
-        spec = plan_experiment(
-            settings,
-            repo=repo,
-            dataset=dataset,
-            arms=arm_specs,
-            trials=trials,
-            case_selectors=_split_multi(cases),
-            seed=seed,
-            trigger=trigger,
-        )
+        spec = flags.plan(settings, seed=seed, trigger=trigger)
         store = composition.open_store(settings)
-        spec = spec.model_copy(update={"labels": budget_labels(settings, store, repo, budget_usd)})
+        labels = budget_labels(settings, store, flags.repo, budget_usd)
+        spec = spec.model_copy(update={"labels": labels})
         if not as_json:
             parallel = max_parallel or settings.resolved_experiment_parallelism
             click.echo(f"estimate: {estimate_line(store, spec, parallel)}", err=True)
