@@ -3,6 +3,9 @@ from numbers and fixed labels, so it is safe to mark final in either format."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from workflows.report import ComparisonRow
 from workflows.stats import Verdict
 
@@ -83,3 +86,25 @@ def p_value(value: float | None) -> str:
 
 def unit(value: float | None, kind: str) -> str:
     return {"usd": usd, "tokens": tokens, "seconds": seconds}[kind](value)
+
+
+# The formats both templates use as filters, under their own names.
+FILTERS: dict[str, Callable[..., str]] = {
+    "score": score,
+    "signed": signed,
+    "interval": interval,
+    "delta": delta,
+    "verdict": verdict,
+    "usd": usd,
+    "tokens": tokens,
+    "seconds": seconds,
+    "percent": percent,
+    "change": change,
+    "p_value": p_value,
+    "unit": unit,
+}
+
+
+def filters(wrap: Callable[[Callable[..., str]], Any] = lambda f: f) -> dict[str, Any]:
+    """FILTERS, each passed through `wrap` (the Markdown environment marks their output final)."""
+    return {name: wrap(function) for name, function in FILTERS.items()}

@@ -11,20 +11,6 @@ from bot.render.view import FULL, report_view
 from workflows.report import ExperimentReport
 
 TEMPLATE = "report.html.j2"
-_FORMATS = (
-    "score",
-    "signed",
-    "interval",
-    "delta",
-    "verdict",
-    "usd",
-    "tokens",
-    "seconds",
-    "percent",
-    "change",
-    "p_value",
-    "unit",
-)
 
 
 def html_environment() -> Environment:
@@ -35,7 +21,7 @@ def html_environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update({name: getattr(formats, name) for name in _FORMATS})
+    env.filters.update(formats.filters())
     return env
 
 

@@ -87,23 +87,7 @@ def environment() -> Environment:
         md=escape_text,
         code=code,
         cases=_cases,
-        **{
-            name: _final(getattr(formats, name))
-            for name in (
-                "score",
-                "signed",
-                "interval",
-                "delta",
-                "verdict",
-                "usd",
-                "tokens",
-                "seconds",
-                "percent",
-                "change",
-                "p_value",
-                "unit",
-            )
-        },
+        **formats.filters(_final),
     )
     return env
 
