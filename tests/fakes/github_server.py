@@ -26,13 +26,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.fakes.http_server import FakeHttpServer
 
 JSON = dict[str, Any]
 REPO = r"/repos/(?P<owner>[^/]+)/(?P<name>[^/]+)"
@@ -85,8 +87,10 @@ class State:
     installations: dict[str, int] = field(default_factory=dict)
 
 
-class FakeGitHub:
+class FakeGitHub(FakeHttpServer):
     """The fake server. Thread-safe; `calls` lists every request in arrival order."""
+
+    poll_interval_s = 0.02
 
     def __init__(
         self,
@@ -97,6 +101,7 @@ class FakeGitHub:
         token_ttl_s: float = 3600.0,
         default_permission: str = "read",
     ) -> None:
+        super().__init__()
         self.prefix = prefix.rstrip("/")
         self.app_id = app_id
         self.app_slug = app_slug
@@ -114,32 +119,12 @@ class FakeGitHub:
             serialization.NoEncryption(),
         ).decode()
         self._app_public_key = key.public_key()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
         self._routes = _routes(self)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def start(self) -> FakeGitHub:
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-
-    @property
-    def root(self) -> str:
-        assert self._server is not None, "start() the server first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return type("Handler", (_Handler,), {"fake": self})
 
     @property
     def base_url(self) -> str:

@@ -20,8 +20,10 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fakes.http_server import FakeHttpServer
 
 Verdict = Callable[[str], tuple[float, str]]
 _ANSWER = re.compile(r"<answer>(.*)</answer>", re.DOTALL)
@@ -53,8 +55,9 @@ class Request:
     status: int
 
 
-class FakeOpenAI:
+class FakeOpenAI(FakeHttpServer):
     def __init__(self, *, api_key: str | None = None, verdict: Verdict = pass_if_marked) -> None:
+        super().__init__()
         self.api_key = api_key
         self.verdict = verdict
         self.requests: list[Request] = []
@@ -62,29 +65,15 @@ class FakeOpenAI:
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._in_flight = 0
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def start(self) -> FakeOpenAI:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _handler_for(self)
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None, "start() the server first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return self.root + "/v1"
 
     # -- scripting and inspection -----------------------------------------------------------------
 
