@@ -337,9 +337,10 @@ def leftover_sandboxes(settings: Settings) -> list[str]:
 
 async def clean_up_sandboxes(settings: Settings) -> list[str]:
     """Terminate what was left (counted first); returns what was left: sandbox ids, and uid claims
-    of sandboxes that never got a folder. A sandbox whose
-    provision was cut off before its metadata was written cannot be attached (so not terminated
-    by the provider): its cgroups and disk are removed here the way `terminate` would."""
+    of sandboxes that never got a folder (freed by the provider's `reap_orphans(0)`). A sandbox
+    whose provision was cut off after its disk was made but before its metadata was written cannot
+    be attached (so not terminated by the provider): its cgroups, disk and uid claim are removed
+    here the way `terminate` would."""
     left = leftover_sandboxes(settings)
     provider = create_provider(settings)
     for sandbox_id in left:
@@ -355,12 +356,9 @@ async def clean_up_sandboxes(settings: Settings) -> list[str]:
                 claim.unlink()
         except SandboxError:
             continue  # counted as residue by host_residue
-    stale = [
-        c for c in uid_claims(settings, "") if not (settings.sandbox_dir / c.read_text()).exists()
-    ]
-    for claim in stale:  # a uid claimed by a provision cut off before the sandbox folder existed
-        claim.unlink()
-    return left + [f"uid claim {claim.name}" for claim in stale]
+    # uids claimed by provisions cut off before the sandbox folder existed
+    freed = provider.reap_orphans(0)
+    return left + [f"uid claim {uid}" for uid in freed]
 
 
 def uid_claims(settings: Settings, prefix: str) -> list[Path]:
