@@ -1,13 +1,16 @@
 """The naive design the issue measures against: one child workflow per cell running five sequential
 trivial activities, all on one task queue, no sandbox and no store. Used by orchestration.py as the
-same-run baseline."""
+same-run baseline; `python naive_baseline.py ADDRESS QUEUE` runs one more worker process for it."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from datetime import timedelta
 
 from temporalio import activity, workflow
+from temporalio.client import Client
+from temporalio.worker import Worker
 
 STAGES = ("provision", "execute", "collect", "score", "teardown")
 
@@ -51,3 +54,27 @@ class NaiveExperimentWorkflow:
             )
         finally:
             self.in_flight -= 1
+
+
+def worker(client: Client, queue: str) -> Worker:
+    from workflows.engine.worker import workflow_runner
+
+    return Worker(
+        client,
+        task_queue=queue,
+        workflows=[NaiveRunWorkflow, NaiveExperimentWorkflow],
+        activities=[naive_stage],
+        workflow_runner=workflow_runner("naive_baseline"),
+        max_cached_workflows=10_000,
+        max_concurrent_workflow_tasks=100,
+        max_concurrent_activities=64,
+    )
+
+
+async def serve(address: str, queue: str) -> None:
+    client = await Client.connect(address)
+    await worker(client, queue).run()
+
+
+if __name__ == "__main__":
+    asyncio.run(serve(sys.argv[1], sys.argv[2]))

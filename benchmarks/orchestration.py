@@ -7,23 +7,32 @@ on the same dev server in the same run, for the naive design (one child workflow
 sequential trivial activities; benchmarks/naive_baseline.py) — the ratio is the figure to compare,
 because these machines are shared and noisy. Usage:
 
-    .venv/bin/python benchmarks/orchestration.py [--cases 100 --arms 4 --trials 5] [--skip-baseline]
+    .venv/bin/python benchmarks/orchestration.py [--cases 100 --arms 4 --trials 5] [--workers 1]
+        [--local-stage-max-s 120] [--skip-baseline]
+
+`--workers N` adds N-1 `evalbot worker` processes (the scale-out path of docs/engine.md) beside the
+benchmark's in-process worker; a Python worker uses one core at most. `--local-stage-max-s 0` runs
+every stage as a regular activity (the placement long runs and Modal get).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import platform
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import naive_baseline
 from temporalio.client import Client
-from temporalio.worker import Worker
 
 from bot.composition import open_store
 from workflows.catalog.models import ArmSpec
@@ -32,7 +41,6 @@ from workflows.engine.embedded import engine_session
 from workflows.engine.grading import CaseGrader
 from workflows.engine.planning import plan_experiment
 from workflows.engine.repos import commit_all, init_repo
-from workflows.engine.worker import workflow_runner
 from workflows.providers import create_provider
 from workflows.settings import Settings
 
@@ -79,20 +87,17 @@ async def history_events_per_cell(client: Client, experiment_id: str, run_ids: l
     return statistics.mean(child) + parent / len(run_ids)
 
 
-async def naive(client: Client, cells: int) -> tuple[float, float]:
-    """The baseline on the same server: (wall seconds, history events per cell)."""
+async def naive(client: Client, address: str, cells: int, workers: int) -> tuple[float, float]:
+    """The baseline on the same server, with as many worker processes: (wall seconds, history
+    events per cell)."""
     queue = "naive-baseline"
-    worker = Worker(
-        client,
-        task_queue=queue,
-        workflows=[naive_baseline.NaiveRunWorkflow, naive_baseline.NaiveExperimentWorkflow],
-        activities=[naive_baseline.naive_stage],
-        workflow_runner=workflow_runner("naive_baseline"),
-        max_cached_workflows=10_000,
-        max_concurrent_workflow_tasks=100,
-        max_concurrent_activities=64,
-    )
-    async with worker:
+    script = str(Path(naive_baseline.__file__))
+    with processes([sys.executable, script, address, queue], workers - 1, dict(os.environ)):
+        return await _naive_run(client, queue, cells)
+
+
+async def _naive_run(client: Client, queue: str, cells: int) -> tuple[float, float]:
+    async with naive_baseline.worker(client, queue):
         started = time.perf_counter()
         await client.execute_workflow(
             naive_baseline.NaiveExperimentWorkflow.run,
@@ -106,7 +111,46 @@ async def naive(client: Client, cells: int) -> tuple[float, float]:
     return elapsed, events
 
 
-async def main(cases: int, arms: int, trials: int, baseline: bool) -> None:
+@contextlib.contextmanager
+def processes(
+    command: list[str], count: int, env: dict[str, str], log: Path | None = None
+) -> Iterator[None]:
+    """`count` copies of a worker process for the block's duration."""
+    with open(log or os.devnull, "ab") as output:
+        started = [
+            subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT)
+            for _ in range(count)
+        ]
+    try:
+        time.sleep(3 if started else 0)  # let them connect and poll before the experiment starts
+        yield
+    finally:
+        for process in started:
+            process.terminate()
+        for process in started:
+            process.wait(timeout=60)
+
+
+def worker_env(settings: Settings, address: str) -> dict[str, str]:
+    """What an `evalbot worker` needs to serve the benchmark's experiment."""
+    return {
+        **os.environ,
+        "EVALBOT_TEMPORAL_ADDRESS": address,
+        "EVALBOT_DATA_DIR": str(settings.data_dir),
+        "EVALBOT_CATALOG_ROOT": str(settings.catalog_root),
+        "EVALBOT_PROVIDER": settings.provider,
+        "EVALBOT_ALLOW_PROCESS_PROVIDER": "true",
+        "EVALBOT_MAX_CONCURRENT_RUNS": str(settings.max_concurrent_runs),
+        "EVALBOT_MAX_CONCURRENT_COLLECT": str(settings.max_concurrent_collect),
+        "EVALBOT_MAX_CONCURRENT_SCORE": str(settings.max_concurrent_score),
+        "EVALBOT_POLL_INTERVAL_S": str(settings.poll_interval_s),
+        "EVALBOT_LOCAL_STAGE_MAX_S": str(settings.local_stage_max_s),
+    }
+
+
+async def main(options: argparse.Namespace) -> None:
+    cases, arms, trials = options.cases, options.arms, options.trials
+    baseline = not options.skip_baseline
     with tempfile.TemporaryDirectory(prefix="evalbot-bench-") as folder:
         root = Path(folder)
         write_catalog(root / "catalog", cases)
@@ -121,6 +165,7 @@ async def main(cases: int, arms: int, trials: int, baseline: bool) -> None:
             max_concurrent_score=32,
             experiment_parallelism=500,
             poll_interval_s=0.2,
+            local_stage_max_s=options.local_stage_max_s,
         )
         store = open_store(settings)
         arm_specs = [ArmSpec(name=f"arm{i}", ref=c, commit=c) for i, c in enumerate(commits)]
@@ -129,25 +174,33 @@ async def main(cases: int, arms: int, trials: int, baseline: bool) -> None:
         )
         provider = create_provider(settings)
         async with engine_session(settings, provider, store, CaseGrader()) as session:
-            started = time.perf_counter()
-            await start_experiment(session.client, settings, spec)
-            progress = await wait_for(session.client, spec.experiment_id)
-            elapsed = time.perf_counter() - started
+            env = worker_env(settings, session.address)
+            command = [sys.executable, "-m", "bot", "worker"]
+            with processes(command, options.workers - 1, env, root / "workers.log"):
+                started = time.perf_counter()
+                await start_experiment(session.client, settings, spec)
+                progress = await wait_for(session.client, spec.experiment_id)
+                elapsed = time.perf_counter() - started
             run_ids = [c.run_id for c in spec.cells()]
             events = await history_events_per_cell(session.client, spec.experiment_id, run_ids)
             if baseline:
-                naive_s, naive_events = await naive(session.client, len(run_ids))
+                naive_s, naive_events = await naive(
+                    session.client, session.address, len(run_ids), options.workers
+                )
         counts = store.count_runs(spec.experiment_id)
         cells = len(run_ids)
         print(f"machine: {platform.node()} {platform.machine()}, {_cpus()} cores")
         print(f"cells: {cells} ({cases} cases x {arms} arms x {trials} trials), provider process")
+        placement = "local activities" if options.local_stage_max_s else "regular activities"
+        print(f"worker processes: {options.workers}; execute/collect/score as {placement}")
         print(f"stored results: {sum(counts.values())} {dict(counts)}; scored {progress.scored}")
         print(f"wall time: {elapsed:.1f} s")
         print(f"cells per second: {cells / elapsed:.1f}")
         print(f"history events per cell: {events:.1f}")
         if baseline:
             print(
-                f"naive baseline (5 sequential trivial activities per child, same server): "
+                f"naive baseline (5 sequential trivial activities per child, same server and "
+                f"worker processes): "
                 f"{naive_s:.1f} s, {cells / naive_s:.1f} cells/s, {naive_events:.1f} events/cell"
             )
             print(f"ratio naive / evalbot wall time: {naive_s / elapsed:.2f}")
@@ -164,6 +217,7 @@ if __name__ == "__main__":
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--arms", type=int, default=4)
     parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--local-stage-max-s", type=int, default=120)
     parser.add_argument("--skip-baseline", action="store_true")
-    options = parser.parse_args()
-    asyncio.run(main(options.cases, options.arms, options.trials, not options.skip_baseline))
+    asyncio.run(main(parser.parse_args()))
