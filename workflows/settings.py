@@ -34,7 +34,12 @@ class Settings(BaseSettings):
         False, description="The process provider runs agents unisolated: opt in on purpose."
     )
     max_concurrent_runs: int = Field(0, description="Sandboxes per worker; 0 = cores + 1.")
-    max_concurrent_collect: int = Field(2, description="Collect activities per worker (large I/O).")
+    max_concurrent_collect: int = Field(
+        0,
+        ge=0,
+        description="Collect activities per worker; 0 = 2 for on-machine providers (local disk "
+        "I/O), 16 on Modal (network round trips, spooled to disk).",
+    )
     max_concurrent_score: int = Field(4, description="Score activities per worker.")
     poll_interval_s: float = Field(1.0, description="How often execute polls /out/.state.json.")
     local_stage_max_s: int = Field(
@@ -252,6 +257,14 @@ class Settings(BaseSettings):
         if self.experiment_parallelism > 0:
             return self.experiment_parallelism
         return 500 if self.provider == "modal" else 2 * self.worker_run_slots
+
+    @property
+    def collect_slots(self) -> int:
+        """Concurrent collects per worker: local collects are bound by the disk, Modal's by
+        round trips (each file is a few requests), so Modal gets more of them."""
+        if self.max_concurrent_collect > 0:
+            return self.max_concurrent_collect
+        return 16 if self.provider == "modal" else 2
 
     @property
     def worker_run_slots(self) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,3 +54,12 @@ def test_repo_budgets_are_keyed_as_the_lookup_tries_them(monkeypatch: pytest.Mon
     description = Settings.model_fields["repo_budgets_usd"].description or ""
     for key in ("owner/name", "clone URL", "--repo", "EVALBOT_BUDGET_USD"):
         assert key in description
+
+
+def test_collect_slots_follow_the_provider_unless_set(tmp_path: Path) -> None:
+    def slots(**values: Any) -> int:
+        return Settings(data_dir=tmp_path, **values).collect_slots
+
+    assert slots(provider="local") == 2  # bound by the local disk
+    assert slots(provider="modal") == 16  # bound by round trips to the sandbox
+    assert slots(provider="modal", max_concurrent_collect=3) == 3

@@ -128,7 +128,7 @@ class RunActivities:
         self._image_locks: dict[str, asyncio.Lock] = {}
         # collect and score as local activities share the runs worker: bound them as their own
         # workers would (a regular activity already holds one of its worker's slots)
-        self._collect_slots = asyncio.Semaphore(settings.max_concurrent_collect)
+        self._collect_slots = asyncio.Semaphore(settings.collect_slots)
         self._score_slots = asyncio.Semaphore(settings.max_concurrent_score)
 
     # -- prepare (once per arm) ---------------------------------------------------------------

@@ -73,7 +73,7 @@ def build_workers(
                 client,
                 task_queue=queues.collect,
                 activities=[runs.collect],
-                max_concurrent_activities=settings.max_concurrent_collect,
+                max_concurrent_activities=settings.collect_slots,
             )
         )
     if "score" in roles:
