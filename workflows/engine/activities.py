@@ -86,11 +86,15 @@ class SecretResolver(Protocol):
 
 @contextlib.asynccontextmanager
 async def heartbeating(*details: Any, every_s: float = 2.0) -> AsyncIterator[None]:
-    """Heartbeat in the background while a long step runs, so a dead worker is noticed fast."""
+    """Heartbeat in the background while a long step runs, so a dead worker is noticed fast.
+    Nothing to do in a local activity: those have no heartbeats."""
+    if activity.info().is_local:
+        yield
+        return
 
     async def beat() -> None:
         while True:
-            heartbeat(*details)
+            activity.heartbeat(*details)
             await asyncio.sleep(every_s)
 
     task = asyncio.create_task(beat())
