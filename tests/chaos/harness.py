@@ -36,10 +36,9 @@ from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine.planning import plan_experiment
 from workflows.engine.repos import commit_all, init_repo
 from workflows.providers import create_provider
-from workflows.providers.base import SandboxError, SandboxNotFound
-from workflows.providers.cgroups import CGROUP_ROOT, CgroupSet
-from workflows.providers.disk import remove_disk
-from workflows.providers.layout import new_sandbox_id
+from workflows.providers.base import SandboxError
+from workflows.providers.cgroups import CGROUP_ROOT
+from workflows.providers.layout import sandbox_slug
 from workflows.records import RunResult, RunStatus
 from workflows.report import build_report
 from workflows.settings import Settings
@@ -338,24 +337,12 @@ def leftover_sandboxes(settings: Settings) -> list[str]:
 async def clean_up_sandboxes(settings: Settings) -> list[str]:
     """Terminate what was left (counted first); returns what was left: sandbox ids, and uid claims
     of sandboxes that never got a folder (freed by the provider's `reap_orphans(0)`). A sandbox
-    whose provision was cut off after its disk was made but before its metadata was written cannot
-    be attached (so not terminated by the provider): its cgroups, disk and uid claim are removed
-    here the way `terminate` would."""
+    cut off mid-create, before its metadata was written, is removed too (`remove_leftover`)."""
     left = leftover_sandboxes(settings)
     provider = create_provider(settings)
     for sandbox_id in left:
-        try:
-            await (await provider.attach(sandbox_id)).terminate()
-        except SandboxNotFound:
-            cgroups = CgroupSet(f"evalbot/{sandbox_id}")
-            await cgroups.kill_all()
-            await cgroups.remove()
-            disk = settings.sandbox_dir / ".disks" / f"{sandbox_id}.ext4"
-            await remove_disk(disk, settings.sandbox_dir / sandbox_id)
-            for claim in uid_claims(settings, sandbox_id):
-                claim.unlink()
-        except SandboxError:
-            continue  # counted as residue by host_residue
+        with contextlib.suppress(SandboxError):  # counted as residue by host_residue
+            await provider.remove_leftover(sandbox_id)
     # uids claimed by provisions cut off before the sandbox folder existed
     freed = provider.reap_orphans(0)
     return left + [f"uid claim {uid}" for uid in freed]
@@ -371,7 +358,7 @@ def uid_claims(settings: Settings, prefix: str) -> list[Path]:
 def host_residue(settings: Settings, spec: ExperimentSpec) -> list[str]:
     """Cgroups, mounts and sandbox folders of this experiment still on the host (after clean-up
     there should be none)."""
-    slug = new_sandbox_id(spec.experiment_id).rsplit("-", 1)[0]
+    slug = sandbox_slug(spec.experiment_id)
     cgroups = [str(path) for path in CGROUP_ROOT.glob(f"*/evalbot/{slug}*") if path.is_dir()]
     with open("/proc/self/mounts", encoding="utf-8") as handle:
         mounts = [line.split()[1] for line in handle if str(settings.sandbox_dir) in line]

@@ -217,8 +217,7 @@ class RunActivities:
         first; a replayed run provisions afresh)."""
         for sandbox_id in await self.provider.sandboxes_of(run_id):
             activity.logger.warning("terminating %s, left over from an earlier attempt", sandbox_id)
-            with contextlib.suppress(SandboxNotFound):
-                await (await self.provider.attach(sandbox_id)).terminate()
+            await self.provider.remove_leftover(sandbox_id)
 
     async def _create(self, spec: SandboxSpec) -> Sandbox:
         try:

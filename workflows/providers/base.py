@@ -32,6 +32,7 @@ host lost the sandbox); the execute stage then reruns or fails the cell.
 from __future__ import annotations
 
 import abc
+import contextlib
 from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -204,9 +205,16 @@ class SandboxProvider(abc.ABC):
 
     async def sandboxes_of(self, run_id: str) -> list[str]:
         """Ids of sandboxes that exist for `run_id`. Before provisioning a run, the engine
-        terminates these: they are leftovers of an earlier attempt whose worker died before its
-        teardown (one run has one attempt at a time). Providers that cannot list keep []."""
+        removes these (`remove_leftover`): they are leftovers of an earlier attempt whose worker
+        died before its teardown (one run has one attempt at a time). Providers that cannot
+        list keep []."""
         return []
+
+    async def remove_leftover(self, sandbox_id: str) -> None:
+        """Terminate a sandbox an earlier attempt left, even one cut off mid-create (which
+        `attach` may not find); gone already is fine."""
+        with contextlib.suppress(SandboxNotFound):
+            await (await self.attach(sandbox_id)).terminate()
 
     @abc.abstractmethod
     async def create(self, spec: SandboxSpec) -> Sandbox: ...

@@ -7,14 +7,16 @@
         meta.json   spec, uid, runner pid (root-only: it holds the spec's env)
         runner.log  the launcher's and runner's own stderr (never shown to the agent)
 
-Sandbox ids are `<slug of run id>-<random hex>`: a retried provision never collides with a sandbox
-an earlier attempt left behind, and ids are safe as folder and cgroup names.
+Sandbox ids are `<slug of run id>-<digest of run id>-<random hex>`: a retried provision never
+collides with a sandbox an earlier attempt left behind, the sandboxes of a run can be found by
+their id even before their metadata exists, and ids are safe as folder and cgroup names.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -36,21 +38,37 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SANDBOX_ROOTS = ("repo", "world", "case", "out")
 
 
+def sandbox_slug(text: str) -> str:
+    """The readable start of sandbox ids: lowercase, punctuation folded, at most 40 characters."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40].strip("-") or "sandbox"
+
+
+def run_prefix(run_id: str) -> str:
+    """What every sandbox id of `run_id` starts with: its slug and a digest of the whole run id
+    (slugs are cut short and fold punctuation; the digest keeps runs apart)."""
+    digest = hashlib.sha256(run_id.encode()).hexdigest()[:8]
+    return f"{sandbox_slug(run_id)}-{digest}-"
+
+
 def new_sandbox_id(run_id: str) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", run_id.lower()).strip("-")[:48].strip("-") or "sandbox"
-    return f"{slug}-{secrets.token_hex(6)}"
+    return run_prefix(run_id) + secrets.token_hex(6)
 
 
 def sandboxes_of(sandbox_dir: Path, run_id: str) -> list[str]:
-    """Ids of the sandboxes below `sandbox_dir` created for `run_id` (their metadata says so)."""
-    prefix = new_sandbox_id(run_id).rsplit("-", 1)[0] + "-"
+    """Ids of the sandboxes below `sandbox_dir` that belong to `run_id`: their metadata says so
+    (pool sandboxes were claimed for it), or their id does and they have no readable metadata
+    (cut off mid-create, before it was written)."""
+    prefix = run_prefix(run_id)
     found = []
     for folder in sandbox_dir.iterdir() if sandbox_dir.is_dir() else ():
-        if not (folder.name.startswith(prefix) and ID_PATTERN.fullmatch(folder.name)):
+        if not ID_PATTERN.fullmatch(folder.name):
             continue
-        with contextlib.suppress(SandboxError):  # being created or torn down: not ours to judge
-            if read_meta(Layout(folder)).get("run_id") == run_id:
-                found.append(folder.name)
+        try:
+            owner = read_meta(Layout(folder)).get("run_id")
+        except SandboxError:
+            owner = run_id if folder.name.startswith(prefix) else None
+        if owner == run_id:
+            found.append(folder.name)
     return sorted(found)
 
 

@@ -374,6 +374,21 @@ class LocalProvider(SandboxProvider):
     async def sandboxes_of(self, run_id: str) -> list[str]:
         return await asyncio.to_thread(sandboxes_of, self.sandbox_dir, run_id)
 
+    async def remove_leftover(self, sandbox_id: str) -> None:
+        """Also one cut off before its metadata was written: its cgroups, disk and uid claim
+        are found by its id and removed the way `terminate` would."""
+        try:
+            await (await self.attach(sandbox_id)).terminate()
+            return
+        except SandboxNotFound:
+            pass
+        cgroups = CgroupSet(f"evalbot/{sandbox_id}", self.cgroup_root)
+        if cgroups.exists():
+            await cgroups.kill_all()
+            await cgroups.remove()
+        await remove_disk(self.disk_dir / f"{sandbox_id}.ext4", self.sandbox_dir / sandbox_id)
+        await asyncio.to_thread(self.slots.release_owner, sandbox_id)
+
     async def attach(self, sandbox_id: str) -> LocalSandbox:
         layout = Layout(self.sandbox_dir / check_sandbox_id(sandbox_id))
         image = self.disk_dir / f"{sandbox_id}.ext4"

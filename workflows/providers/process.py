@@ -196,6 +196,14 @@ class ProcessProvider(SandboxProvider):
     async def sandboxes_of(self, run_id: str) -> list[str]:
         return await asyncio.to_thread(sandboxes_of, self.sandbox_dir, run_id)
 
+    async def remove_leftover(self, sandbox_id: str) -> None:
+        """Also one cut off before its metadata was written (it has no runner yet)."""
+        try:
+            await (await self.attach(sandbox_id)).terminate()
+        except SandboxNotFound:
+            folder = self.sandbox_dir / check_sandbox_id(sandbox_id)
+            await asyncio.to_thread(shutil.rmtree, folder, True)
+
     async def attach(self, sandbox_id: str) -> ProcessSandbox:
         layout = Layout(self.sandbox_dir / check_sandbox_id(sandbox_id))
         meta = await asyncio.to_thread(read_meta, layout)

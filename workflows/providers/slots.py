@@ -51,3 +51,10 @@ class UidSlots:
         with contextlib.suppress(FileNotFoundError):
             if path.read_text() == owner:
                 path.unlink()
+
+    def release_owner(self, owner: str) -> None:
+        """Free whatever `owner` claimed (its uid unknown: it was cut off before recording it)."""
+        for path in self.folder.glob("[0-9]*") if self.folder.is_dir() else ():
+            with contextlib.suppress(OSError):
+                if path.read_text() == owner:
+                    path.unlink()

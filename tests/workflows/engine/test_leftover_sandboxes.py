@@ -1,5 +1,6 @@
-"""A sandbox an earlier attempt of a run left behind (its worker died before teardown) is
-terminated when the run is provisioned again; other runs' sandboxes are left alone."""
+"""A sandbox an earlier attempt of a run left behind (its worker died before teardown, or even
+before the sandbox's metadata was written) is removed when the run is provisioned again; other
+runs' sandboxes are left alone, even runs whose ids read the same in a sandbox id."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from workflows.catalog.models import CellRef
 from workflows.engine.activities import RunActivities
 from workflows.engine.types import PreparedArm, RunInput, StageQueues
 from workflows.providers.base import SandboxSpec
+from workflows.providers.layout import run_prefix, sandbox_slug
 from workflows.providers.process import ProcessProvider
 from workflows.settings import Settings
 
-LONG = "exp-" + "x" * 60  # run ids whose sandbox-id slugs are cut to the same 48 characters
+LONG = "exp-" + "x" * 60  # run ids whose sandbox-id slugs are cut to the same 40 characters
 
 
 def run_input(image: Path, trial: int) -> RunInput:
@@ -40,13 +42,17 @@ async def test_provision_terminates_the_runs_leftovers_only(tmp_path: Path) -> N
     mine, other = run_input(image, 0), run_input(image, 1)
     leftover = await provider.create(SandboxSpec(mine.cell.run_id, str(image), world, {}))
     neighbour = await provider.create(SandboxSpec(other.cell.run_id, str(image), world, {}))
-    assert leftover.id.rsplit("-", 1)[0] == neighbour.id.rsplit("-", 1)[0]  # same slug
-    assert await provider.sandboxes_of(mine.cell.run_id) == [leftover.id]
+    assert sandbox_slug(mine.cell.run_id) == sandbox_slug(other.cell.run_id)
+    # cut off mid-create: a folder named for the run, no metadata yet
+    half_made = tmp_path / "sandboxes" / (run_prefix(mine.cell.run_id) + "0" * 12)
+    (half_made / "world").mkdir(parents=True)
+    assert await provider.sandboxes_of(mine.cell.run_id) == sorted([leftover.id, half_made.name])
 
     settings = Settings(data_dir=tmp_path / "evalbot", catalog_root=TINY_CATALOG)
     activities = RunActivities(settings, provider, store=None, grader=lambda *a: [])  # type: ignore[arg-type]
     provisioned = await ActivityEnvironment().run(activities.provision, mine)
 
     assert await provider.sandboxes_of(mine.cell.run_id) == [provisioned.sandbox_id]
-    assert provisioned.sandbox_id != leftover.id
+    assert provisioned.sandbox_id not in (leftover.id, half_made.name)
+    assert not half_made.exists()
     assert await provider.sandboxes_of(other.cell.run_id) == [neighbour.id]

@@ -79,3 +79,25 @@ async def test_sandbox_folder_is_private_to_root(local_kit: Kit) -> None:
         assert b"s3cret-value" not in sandbox.layout.log.read_bytes()
     finally:
         await sandbox.terminate()
+
+
+async def test_a_sandbox_cut_off_before_its_metadata_is_removed_whole(local_kit: Kit) -> None:
+    """A worker killed between making the disk and writing the metadata: `attach` cannot find
+    the sandbox, but `sandboxes_of` finds it by its id and `remove_leftover` removes its mount,
+    cgroups, disk and uid claim."""
+    provider = local_kit.provider
+    assert isinstance(provider, LocalProvider)
+    run_id = "exp/cut-off/arm/0"
+    sandbox = await provider.create(local_kit.spec(run_id=run_id))
+    assert isinstance(sandbox, LocalSandbox)
+    sandbox.layout.meta.unlink()
+    with pytest.raises(SandboxNotFound):
+        await provider.attach(sandbox.id)
+    assert await provider.sandboxes_of(run_id) == [sandbox.id]
+
+    await provider.remove_leftover(sandbox.id)
+
+    assert not sandbox.layout.root.exists() and not sandbox.disk_image.exists()
+    assert not sandbox.cgroups.exists()
+    assert not [p for p in provider.slots.folder.glob("[0-9]*") if p.read_text() == sandbox.id]
+    assert await provider.sandboxes_of(run_id) == []
