@@ -38,6 +38,9 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SANDBOX_ROOTS = ("repo", "world", "case", "out")
 
 
+POOL_RUN_ID = "pool"  # the run id warm-pool sandboxes are created under, until claimed
+
+
 def sandbox_slug(text: str) -> str:
     """The readable start of sandbox ids: lowercase, punctuation folded, at most 40 characters."""
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40].strip("-") or "sandbox"
@@ -59,9 +62,10 @@ def sandboxes_of(sandbox_dir: Path, run_id: str) -> list[str]:
     (pool sandboxes were claimed for it), or their id does and they have no readable metadata
     (cut off mid-create, before it was written)."""
     prefix = run_prefix(run_id)
+    candidates = (prefix, run_prefix(POOL_RUN_ID))  # pool sandboxes say whose they are in meta
     found = []
     for folder in sandbox_dir.iterdir() if sandbox_dir.is_dir() else ():
-        if not ID_PATTERN.fullmatch(folder.name):
+        if not (folder.name.startswith(candidates) and ID_PATTERN.fullmatch(folder.name)):
             continue
         try:
             owner = read_meta(Layout(folder)).get("run_id")

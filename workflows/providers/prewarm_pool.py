@@ -31,7 +31,7 @@ from workflows.providers.base import (
     SandboxSpec,
 )
 from workflows.providers.disk import disk_size_mb
-from workflows.providers.layout import new_sandbox_id, spec_to_meta, write_meta
+from workflows.providers.layout import POOL_RUN_ID, new_sandbox_id, spec_to_meta, write_meta
 
 if TYPE_CHECKING:
     from workflows.providers.local import LocalProvider, LocalSandbox
@@ -73,7 +73,7 @@ class WarmPool:
     async def _make(self) -> None:
         provider = self.provider
         meta = {"pool": True, "pool_disk_mb": self.disk_mb, "image": ""}
-        sandbox = provider.new_sandbox(new_sandbox_id("pool"), meta)
+        sandbox = provider.new_sandbox(new_sandbox_id(POOL_RUN_ID), meta)
         shell = provider.make_shell(sandbox, self.disk_mb, ResourceLimits())
         await provider.provision(sandbox, shell)
         await asyncio.to_thread(write_meta, sandbox.layout, sandbox.meta)

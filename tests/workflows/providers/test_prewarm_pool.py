@@ -47,6 +47,9 @@ async def test_a_claim_is_a_complete_sandbox_and_the_pool_refills(
     try:
         assert sandbox.id in ready  # claimed, not made
         assert sandbox.meta["run_id"] == "exp/pooled/a/0"
+        # its id names the pool, not the run: its run is found through its metadata
+        assert await pooled.sandboxes_of("exp/pooled/a/0") == [sandbox.id]
+        assert await pooled.sandboxes_of("exp/pooled/a/1") == []
         assert tree(sandbox.layout.world) == tree(local_kit.world)
         assert json.loads(await sandbox.read_file("/case/case.json"))["id"] == "case-1"
         assert 1020 <= await answer_and_free_mb(sandbox) <= 1026  # the spec's disk_mb (1024)
