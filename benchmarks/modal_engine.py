@@ -45,6 +45,8 @@ HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))
 
+from benchmarks.trivial_matter import AGENT_TOML as TRIVIAL_AGENT  # noqa: E402
+from benchmarks.trivial_matter import write_agent, write_catalog  # noqa: E402
 from bot.composition import open_store  # noqa: E402 - after the path fix above
 from tests.fakes.modal_fake import FakeModal, host_problem  # noqa: E402
 from workflows.catalog.models import ArmSpec  # noqa: E402
@@ -52,7 +54,6 @@ from workflows.engine.client import start_experiment, wait_for  # noqa: E402
 from workflows.engine.embedded import engine_session  # noqa: E402
 from workflows.engine.grading import CaseGrader  # noqa: E402
 from workflows.engine.planning import plan_experiment  # noqa: E402
-from workflows.engine.repos import commit_all, init_repo  # noqa: E402
 from workflows.providers.modal import ModalConfig, ModalProvider  # noqa: E402
 from workflows.records import RunStatus  # noqa: E402
 from workflows.settings import Settings  # noqa: E402
@@ -61,16 +62,13 @@ SERVER_RATE = 5.0
 SERVER_MAX_STARTING = 128
 START_LATENCY_S = 2.7
 
-AGENT_TOML = """
-[build]
-setup = "true"
-[run]
-command = "echo 'the answer is 42' > \\"$EVALBOT_OUT_DIR/answer.md\\""
-timeout_s = 60
-[sandbox]
+AGENT_TOML = (
+    TRIVIAL_AGENT
+    + """[sandbox]
 cpu = 1
 memory_mb = 512
 """
+)
 
 
 @dataclass(frozen=True)
@@ -102,33 +100,6 @@ SCENARIOS = [
 ]
 
 
-def write_catalog(root: Path, cases: int) -> None:
-    world = root / "worlds" / "bench"
-    (world / "documents").mkdir(parents=True)
-    (world / "world.toml").write_text('name = "bench"\n')
-    (world / "documents" / "fact.md").write_text("The answer is 42.\n")
-    dataset = root / "datasets" / "bench"
-    dataset.mkdir(parents=True)
-    (dataset / "dataset.toml").write_text('name = "bench"\nworld = "bench"\ndefault_trials = 5\n')
-    for index in range(cases):
-        case = dataset / "cases" / f"case-{index:03d}"
-        case.mkdir(parents=True)
-        (case / "case.toml").write_text(
-            'prompt = "What is the answer?"\n\n[[criteria]]\nname = "accuracy"\n'
-            'grader = "contains_all"\nparams = { values = ["42"] }\n'
-        )
-
-
-def write_agent(path: Path, arms: int) -> list[str]:
-    init_repo(path)
-    (path / "evalbot.toml").write_text(AGENT_TOML)
-    commits = []
-    for arm in range(arms):
-        (path / "VERSION").write_text(f"{arm}\n")
-        commits.append(commit_all(path, f"arm {arm}"))
-    return commits
-
-
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -142,7 +113,7 @@ def load() -> str:
 
 async def run_scenario(scenario: Scenario, root: Path) -> dict[str, Any]:
     write_catalog(root / "catalog", scenario.cases)
-    commits = write_agent(root / "agent", scenario.arms)
+    commits = write_agent(root / "agent", scenario.arms, AGENT_TOML)
     settings = Settings(
         data_dir=root / "state",
         catalog_root=root / "catalog",

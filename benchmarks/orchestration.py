@@ -33,6 +33,7 @@ from pathlib import Path
 
 import naive_baseline
 from temporalio.client import Client
+from trivial_matter import write_agent, write_catalog
 
 from bot.composition import open_store
 from workflows.catalog.models import ArmSpec
@@ -40,44 +41,8 @@ from workflows.engine.client import start_experiment, wait_for
 from workflows.engine.embedded import engine_session
 from workflows.engine.grading import CaseGrader
 from workflows.engine.planning import plan_experiment
-from workflows.engine.repos import commit_all, init_repo
 from workflows.providers import create_provider
 from workflows.settings import Settings
-
-AGENT_TOML = """
-[build]
-setup = "true"
-[run]
-command = "echo 'the answer is 42' > \\"$EVALBOT_OUT_DIR/answer.md\\""
-timeout_s = 60
-"""
-
-
-def write_catalog(root: Path, cases: int) -> None:
-    world = root / "worlds" / "bench"
-    (world / "documents").mkdir(parents=True)
-    (world / "world.toml").write_text('name = "bench"\n')
-    (world / "documents" / "fact.md").write_text("The answer is 42.\n")
-    dataset = root / "datasets" / "bench"
-    dataset.mkdir(parents=True)
-    (dataset / "dataset.toml").write_text('name = "bench"\nworld = "bench"\ndefault_trials = 5\n')
-    for index in range(cases):
-        case = dataset / "cases" / f"case-{index:03d}"
-        case.mkdir(parents=True)
-        (case / "case.toml").write_text(
-            'prompt = "What is the answer?"\n\n[[criteria]]\nname = "accuracy"\n'
-            'grader = "contains_all"\nparams = { values = ["42"] }\n'
-        )
-
-
-def write_agent(path: Path, arms: int) -> list[str]:
-    init_repo(path)
-    (path / "evalbot.toml").write_text(AGENT_TOML)
-    commits = []
-    for arm in range(arms):
-        (path / "VERSION").write_text(f"{arm}\n")
-        commits.append(commit_all(path, f"arm {arm}"))
-    return commits
 
 
 async def history_events_per_cell(client: Client, experiment_id: str, run_ids: list[str]) -> float:
