@@ -6,7 +6,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from workflows.catalog.models import ArmSpec, ExperimentSpec
+from workflows.catalog.models import ArmSpec, CellRef, ExperimentSpec
+from workflows.engine.types import PreparedArm, RunInput, StageQueues
 from workflows.records import CriterionScore, RunResult, RunStatus, Usage, weighted_score
 
 SHAS = {"main": "a" * 40, "pr": "b1c2d3e" + "f" * 33, "alt": "c" * 40}
@@ -96,3 +97,16 @@ def binary_effect(effect: float, seed: int = 0) -> ScoreFn:
         return {"accuracy": float(draws[case, arm_index, trial] < p)}
 
     return score
+
+
+def run_input(cell: CellRef, *, image: str = "img", dataset: str = "tiny") -> RunInput:
+    """What the engine hands a run's activities, for calling them without a workflow."""
+    return RunInput(
+        cell=cell,
+        queues=StageQueues("runs", "collect", "score"),
+        repo="/repo",
+        commit="a" * 40,
+        arm_config={},
+        dataset=dataset,
+        prepared=PreparedArm(image=image, command="true", timeout_s=60, limits={}),
+    )

@@ -9,9 +9,9 @@ from pathlib import Path
 from temporalio.testing import ActivityEnvironment
 
 from tests.support.agent_repo import TINY_CATALOG
+from tests.support.experiments import run_input
 from workflows.catalog.models import CellRef
 from workflows.engine.activities import RunActivities
-from workflows.engine.types import PreparedArm, RunInput, StageQueues
 from workflows.providers.base import SandboxSpec
 from workflows.providers.layout import run_prefix, sandbox_slug
 from workflows.providers.process import ProcessProvider
@@ -20,18 +20,8 @@ from workflows.settings import Settings
 LONG = "exp-" + "x" * 60  # run ids whose sandbox-id slugs are cut to the same 40 characters
 
 
-def run_input(image: Path, trial: int) -> RunInput:
-    cell = CellRef(experiment_id=LONG, case_id="lease-rent", arm="base", trial=trial, seed=trial)
-    prepared = PreparedArm(image=str(image), command="true", timeout_s=60, limits={})
-    return RunInput(
-        cell=cell,
-        queues=StageQueues("runs", "collect", "score"),
-        repo="/repo",
-        commit="a" * 40,
-        arm_config={},
-        dataset="tiny",
-        prepared=prepared,
-    )
+def cell(trial: int) -> CellRef:
+    return CellRef(experiment_id=LONG, case_id="lease-rent", arm="base", trial=trial, seed=trial)
 
 
 async def test_provision_terminates_the_runs_leftovers_only(tmp_path: Path) -> None:
@@ -39,7 +29,7 @@ async def test_provision_terminates_the_runs_leftovers_only(tmp_path: Path) -> N
     image = tmp_path / "image"
     image.mkdir()
     world = TINY_CATALOG / "worlds" / "tiny"
-    mine, other = run_input(image, 0), run_input(image, 1)
+    mine, other = run_input(cell(0), image=str(image)), run_input(cell(1), image=str(image))
     leftover = await provider.create(SandboxSpec(mine.cell.run_id, str(image), world, {}))
     neighbour = await provider.create(SandboxSpec(other.cell.run_id, str(image), world, {}))
     assert sandbox_slug(mine.cell.run_id) == sandbox_slug(other.cell.run_id)

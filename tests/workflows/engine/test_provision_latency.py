@@ -13,9 +13,10 @@ from temporalio.testing import ActivityEnvironment
 
 from bot.metrics import render_metrics
 from tests.support.agent_repo import TINY_CATALOG
+from tests.support.experiments import run_input
 from workflows.catalog.models import ArmSpec, CellRef, ExperimentSpec
 from workflows.engine.activities import RunActivities
-from workflows.engine.types import PreparedArm, RecordErrorInput, RunInput, StageQueues
+from workflows.engine.types import RecordErrorInput, RunInput
 from workflows.providers.base import Sandbox, SandboxProvider, SandboxSpec
 from workflows.records import RunStatus
 from workflows.settings import Settings
@@ -56,16 +57,7 @@ def _run_input(spec: ExperimentSpec) -> RunInput:
     cell = CellRef(
         experiment_id=spec.experiment_id, case_id="lease-rent", arm="base", trial=0, seed=7
     )
-    prepared = PreparedArm(image="img", command="true", timeout_s=60, limits={"cpu": 1.0})
-    return RunInput(
-        cell=cell,
-        queues=StageQueues("runs", "collect", "score"),
-        repo="/repo",
-        commit="a" * 40,
-        arm_config={},
-        dataset="tiny",
-        prepared=prepared,
-    )
+    return run_input(cell)
 
 
 @pytest.fixture
