@@ -5,7 +5,6 @@ The repository's daily cap binds the same way, through the budget label it lower
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from bot.composition import open_store
 from bot.render import render_markdown
 from tests.support.agent_repo import TINY_CATALOG, tiny_agent_repo
 from tests.support.experiments import make_spec, scored_run
+from tests.support.temporal import engine_settings_for
 from tests.workflows.engine.test_missing_secrets import plan_with_secret_arm
 from workflows.budget import BudgetExhausted, budget_label, effective_budget, spent, spent_today
 from workflows.catalog.models import ArmSpec
@@ -28,16 +28,7 @@ from workflows.settings import Settings
 
 @pytest.fixture
 def settings(tmp_path: Path, temporal_server: DevServer) -> Settings:
-    suffix = uuid.uuid4().hex[:8]
-    return Settings(
-        data_dir=tmp_path / "evalbot",
-        catalog_root=TINY_CATALOG,
-        temporal_address=temporal_server.address,
-        run_task_queue=f"runs-{suffix}",
-        collect_task_queue=f"collect-{suffix}",
-        score_task_queue=f"score-{suffix}",
-        poll_interval_s=0.2,
-    )
+    return engine_settings_for(tmp_path / "evalbot", temporal_server, TINY_CATALOG)
 
 
 async def test_budget_stops_scheduling_and_reports_a_partial_result(

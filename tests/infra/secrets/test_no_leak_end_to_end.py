@@ -10,19 +10,18 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.agent_repo import TINY_CATALOG
+from tests.support.temporal import engine_settings_for
 from workflows.catalog.models import ArmSpec
 from workflows.engine.devserver import DevServer
 from workflows.engine.repos import commit_all, init_repo
 from workflows.redaction import Redactor
 from workflows.secret_store import LocalSecretStore
-from workflows.settings import Settings
 
 SECRETS = {"LEAK_KEY_A": "sk-e2e-ALPHA-7f3a9c51d2", "LEAK_TOKEN_B": "tok-e2e-BRAVO-42d1e8b0"}
 PROOF = hashlib.sha256(SECRETS["LEAK_KEY_A"].encode()).hexdigest()
@@ -99,16 +98,7 @@ async def test_planted_secrets_appear_in_no_log_record_blob_or_comment(
     from workflows.engine.planning import plan_experiment
     from workflows.report import build_report
 
-    suffix = uuid.uuid4().hex[:8]
-    settings = Settings(
-        data_dir=tmp_path / "evalbot",
-        catalog_root=TINY_CATALOG,
-        temporal_address=temporal_server.address,
-        run_task_queue=f"runs-{suffix}",
-        collect_task_queue=f"collect-{suffix}",
-        score_task_queue=f"score-{suffix}",
-        poll_interval_s=0.2,
-    )
+    settings = engine_settings_for(tmp_path / "evalbot", temporal_server, TINY_CATALOG)
     LocalSecretStore.from_settings(settings).replace({"leaky": SECRETS})
     base, head = leaky_repo(tmp_path / "agent")
     store = open_store(settings)

@@ -18,6 +18,7 @@ from bot.composition import open_store
 from tests.conftest import REPO_ROOT
 from tests.fakes.modal_fake import FakeModal, host_problem
 from tests.support.agent_repo import TINY_CATALOG, AgentRepo
+from tests.support.temporal import engine_settings_for
 from workflows.catalog.hashing import tree_version
 from workflows.catalog.loaders import load_world
 from workflows.catalog.models import ArmSpec
@@ -60,17 +61,7 @@ def modal_settings(
 ) -> Settings:
     """The engine tests' settings, plus the one setting that picks the provider (from the env)."""
     monkeypatch.setenv("EVALBOT_PROVIDER", "modal")
-    suffix = uuid.uuid4().hex[:8]
-    return Settings(
-        data_dir=tmp_path / "evalbot",
-        catalog_root=TINY_CATALOG,
-        temporal_address=temporal_server.address,
-        run_task_queue=f"runs-{suffix}",
-        collect_task_queue=f"collect-{suffix}",
-        score_task_queue=f"score-{suffix}",
-        provision_task_queue=f"provision-{suffix}",
-        poll_interval_s=0.2,
-    )
+    return engine_settings_for(tmp_path / "evalbot", temporal_server, TINY_CATALOG)
 
 
 async def test_the_tiny_experiment_runs_unchanged_on_modal(
