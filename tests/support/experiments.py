@@ -110,3 +110,17 @@ def run_input(cell: CellRef, *, image: str = "img", dataset: str = "tiny") -> Ru
         dataset=dataset,
         prepared=PreparedArm(image=image, command="true", timeout_s=60, limits={}),
     )
+
+
+def hostile_arms(commit: str, names: Sequence[str], args: dict[str, str]) -> list[ArmSpec]:
+    """An ordinary arm, then one arm per hostile behaviour of the hostile agent (its `hostile`
+    config names the behaviour, `args` what it needs)."""
+    return [ArmSpec(name="ordinary", ref="main", commit=commit)] + [
+        ArmSpec(
+            name=name.replace("_", "-"),
+            ref="main",
+            commit=commit,
+            config={"hostile": name, "args": args.get(name, "")},
+        )
+        for name in names
+    ]

@@ -16,7 +16,7 @@ import pytest
 from bot.commands.engine import run_experiment
 from bot.composition import open_store
 from tests.support.agent_repo import REPO_ROOT, TINY_AGENT
-from workflows.catalog.models import ArmSpec
+from tests.support.experiments import hostile_arms
 from workflows.engine.planning import plan_experiment
 from workflows.engine.repos import commit_all, init_repo
 from workflows.records import RunStatus
@@ -118,15 +118,7 @@ async def test_hostile_cells_are_classified_and_contained(
         "network": f"127.0.0.1;{port}",
         "snoop": str(planted),
     }
-    arms = [ArmSpec(name="ordinary", ref="main", commit=commit)] + [
-        ArmSpec(
-            name=name.replace("_", "-"),
-            ref="main",
-            commit=commit,
-            config={"hostile": name, "args": args.get(name, "")},
-        )
-        for name in EXPECTED
-    ]
+    arms = hostile_arms(commit, list(EXPECTED), args)
     spec = plan_experiment(
         engine_settings,
         repo=str(tmp_path / "agent"),

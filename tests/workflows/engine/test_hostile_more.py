@@ -30,8 +30,8 @@ from bot.render import render_html, render_json, render_markdown
 from tests.chaos.harness import host_residue, with_changes, write_catalog
 from tests.chaos.record import record
 from tests.fakes.openai_server import FakeOpenAI
+from tests.support.experiments import hostile_arms
 from tests.workflows.engine.test_hostile_experiment import hostile_repo
-from workflows.catalog.models import ArmSpec
 from workflows.engine.collect import MAX_OUT_FILES
 from workflows.engine.devserver import free_port
 from workflows.engine.planning import plan_experiment
@@ -173,15 +173,7 @@ async def test_more_hostile_agents_are_classified_and_contained(
         "victim": victim_secret,
         "dns_exfil": f"{exfil_secret};{dns_port}",
     }
-    arms = [ArmSpec(name="ordinary", ref="main", commit=commit)] + [
-        ArmSpec(
-            name=name.replace("_", "-"),
-            ref="main",
-            commit=commit,
-            config={"hostile": name, "args": args.get(name, "")},
-        )
-        for name in EXPECTED
-    ]
+    arms = hostile_arms(commit, list(EXPECTED), args)
     spec = plan_experiment(
         settings, repo=str(tmp_path / "agent"), dataset="chaos", arms=arms, trials=1
     )
