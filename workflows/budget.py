@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
 from workflows.catalog.models import ExperimentSpec
+from workflows.engine.types import BUDGET_LABEL
 from workflows.records import RunResult
 from workflows.settings import Settings
 from workflows.store import Store
 
 HISTORY_EXPERIMENTS = 20  # newest experiments of the dataset looked at
-BUDGET_LABEL = "budget_usd"  # the spec label the ExperimentWorkflow and the report read
 
 
 class Estimate(BaseModel):
@@ -131,14 +131,8 @@ class BudgetExhausted(Exception):
 def spent_today(store: Store, repo: str, *, now: datetime | None = None) -> float:
     """What the repository's experiments started this UTC day have spent so far."""
     day = (now or datetime.now(UTC)).date()
-    total = 0.0
-    for record in store.list_experiments(repo=repo, limit=1000):
-        created = record.created_at
-        if created.tzinfo is None:
-            created = created.replace(tzinfo=UTC)
-        if created.date() == day:
-            total += spent(store.list_runs(record.spec.experiment_id))
-    return total
+    midnight = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    return store.spend(repo, midnight, midnight + timedelta(days=1))
 
 
 def default_budget(settings: Settings, *names: str) -> float | None:

@@ -24,6 +24,7 @@ from workflows.budget import (
     format_estimate,
 )
 from workflows.catalog.models import ExperimentSpec
+from workflows.engine.types import budget_from_labels
 from workflows.settings import Settings
 from workflows.store import Store
 
@@ -90,5 +91,5 @@ def estimate_line(store: Store, spec: ExperimentSpec, max_parallel: int | None) 
     """'≈ $41, ~35 min' (or 'no estimate yet ...'), plus the budget when there is one."""
     estimate = estimate_experiment(store, spec, max_parallel=max_parallel or 8)
     line = f"{estimate.cells} cells, {format_estimate(estimate)}"
-    budget = spec.labels.get("budget_usd")
-    return f"{line}; budget ${float(budget):.2f}" if budget else line
+    budget = budget_from_labels(spec.labels)
+    return f"{line}; budget ${budget:.2f}" if budget is not None else line

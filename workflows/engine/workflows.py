@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         RunSummary,
         ScoreInput,
         StageQueues,
+        budget_from_labels,
     )
     from workflows.records import RunStatus
 
@@ -259,7 +260,7 @@ class ExperimentWorkflow:
     ) -> None:
         """Start cells in order as slots free up; cells not yet started when cancelled are not."""
         limit = max(1, job.max_parallel)
-        budget = _budget_usd(job)
+        budget = budget_from_labels(job.spec.labels)
         for cell in cells:
             await workflow.wait_condition(lambda: self.in_flight < limit or self.cancel_requested)
             if self.cancel_requested:
@@ -375,14 +376,6 @@ class ExperimentWorkflow:
             stopped_by_budget=self.stopped_by_budget,
             **counts,
         )
-
-
-BUDGET_LABEL = "budget_usd"  # spec label: the experiment's budget in USD (workflows.budget)
-
-
-def _budget_usd(job: ExperimentInput) -> float | None:
-    value = job.spec.labels.get(BUDGET_LABEL)
-    return float(value) if value else None
 
 
 def _heartbeat(queues: StageQueues) -> timedelta:

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Mapping
 
 from workflows.catalog.models import ExperimentSpec
+from workflows.engine.types import budget_from_labels
 from workflows.records import RunResult
 from workflows.report.cases import moved_cases
 from workflows.report.checks import error_classes, is_aa, noise_summary, rubric_check
@@ -66,10 +67,9 @@ def build_report(
 
 def _budget(spec: ExperimentSpec, runs: list[RunResult]) -> BudgetNote | None:
     """Stopped by budget: cells are missing and what ran spent the budget (workflows/budget.py)."""
-    label = spec.labels.get("budget_usd")
-    if not label:
+    budget = budget_from_labels(spec.labels)
+    if budget is None:
         return None
-    budget = float(label)
     spent = round(sum(r.usage.cost_usd + r.sandbox.cost_usd for r in runs), 6)
     stopped = len(runs) < len(spec.cells()) and spent >= budget
     return BudgetNote(budget_usd=budget, spent_usd=spent, stopped=stopped)

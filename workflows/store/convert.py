@@ -162,3 +162,8 @@ def _criterion(row: Any) -> CriterionScore:
         rubric_hash=row.rubric_hash,
         judge=JudgeRecord.model_validate(row.judge) if row.judge is not None else None,
     )
+
+
+def run_cost(agent_usd: float, sandbox_usage: dict[str, Any] | None) -> float:
+    """A stored run's cost: the agent's own plus its sandbox's (as RunResult reports them)."""
+    return agent_usd + SandboxUsage.model_validate(sandbox_usage or {}).cost_usd

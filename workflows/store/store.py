@@ -273,6 +273,19 @@ class Store:
             by_run.setdefault(criterion.run_id, []).append(criterion)
         return [convert.run_result(row, by_run.get(row.run_id, [])) for row in rows]
 
+    def spend(self, repo: str, since: datetime, until: datetime) -> float:
+        """What the runs of `repo`'s experiments created in [since, until) cost, agent and
+        sandbox (one query: the bot asks on every /eval when a daily cap is set)."""
+        query = (
+            select(runs.c.cost_usd, runs.c.sandbox_usage)
+            .join(experiments, experiments.c.id == runs.c.experiment_id)
+            .where(experiments.c.repo == repo)
+            .where(experiments.c.created_at >= since, experiments.c.created_at < until)
+        )
+        with self._read() as connection:
+            rows = connection.execute(query).all()
+        return sum(convert.run_cost(cost, sandbox) for cost, sandbox in rows)
+
     def count_runs(self, experiment_id: str) -> dict[str, int]:
         """How many runs the experiment has stored, by status (statuses with none are absent)."""
         with self._read() as connection:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, func, select
 
+from tests.support.experiments import make_spec as experiment_spec
+from tests.support.experiments import scored_run
 from tests.workflows.store.builders import make_result, make_spec
-from workflows.records import CriterionScore, RunStatus
+from workflows.records import CriterionScore, RunStatus, SandboxUsage
 from workflows.store import Store, StoreError
 from workflows.store.tables import criterion_scores, runs
 
@@ -135,3 +138,23 @@ def test_a_criterion_scored_twice_is_refused(saved: Store) -> None:
     with pytest.raises(StoreError, match="'accuracy' more than once"):
         saved.save_run(make_result(criteria=twice))
     assert saved.get_run("exp-1/contract-1/main/0") is None
+
+
+def test_spend_sums_agent_and_sandbox_cost_of_the_repos_experiments_in_the_window(
+    store: Store,
+) -> None:
+    mine = experiment_spec(n_cases=2, trials=1)  # repo "/repo"
+    other = experiment_spec(n_cases=1, trials=1).model_copy(
+        update={"experiment_id": "exp-other", "repo": "/other"}
+    )
+    for spec in (mine, other):
+        store.save_experiment(spec)
+    for i in range(2):
+        run = scored_run(mine, i, "main", 0, {"x": 1.0}, cost=0.25)
+        store.save_run(run.model_copy(update={"sandbox": SandboxUsage(cost_usd=0.05)}))
+    store.save_run(scored_run(other, 0, "main", 0, {"x": 1.0}, cost=9.0))
+    now = datetime.now(UTC)
+    day = timedelta(days=1)
+    assert store.spend("/repo", now - day, now + day) == pytest.approx(0.6)
+    assert store.spend("/repo", now + day, now + 2 * day) == 0
+    assert store.spend("/nobody", now - day, now + day) == 0
