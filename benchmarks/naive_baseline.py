@@ -1,6 +1,7 @@
 """The naive design the issue measures against: one child workflow per cell running five sequential
 trivial activities, all on one task queue, no sandbox and no store. Used by orchestration.py as the
-same-run baseline; `python naive_baseline.py ADDRESS QUEUE` runs one more worker process for it."""
+same-run baseline, with the workflow runner evalbot's worker has (Settings.workflow_sandbox);
+`python naive_baseline.py ADDRESS QUEUE [sandboxed]` runs one more worker process for it."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ class NaiveExperimentWorkflow:
             self.in_flight -= 1
 
 
-def worker(client: Client, queue: str) -> Worker:
+def worker(client: Client, queue: str, sandboxed: bool) -> Worker:
     from workflows.engine.worker import workflow_runner
 
     return Worker(
@@ -64,17 +65,17 @@ def worker(client: Client, queue: str) -> Worker:
         task_queue=queue,
         workflows=[NaiveRunWorkflow, NaiveExperimentWorkflow],
         activities=[naive_stage],
-        workflow_runner=workflow_runner("naive_baseline"),
+        workflow_runner=workflow_runner(sandboxed, "naive_baseline"),
         max_cached_workflows=10_000,
         max_concurrent_workflow_tasks=100,
         max_concurrent_activities=64,
     )
 
 
-async def serve(address: str, queue: str) -> None:
+async def serve(address: str, queue: str, sandboxed: bool) -> None:
     client = await Client.connect(address)
-    await worker(client, queue).run()
+    await worker(client, queue, sandboxed).run()
 
 
 if __name__ == "__main__":
-    asyncio.run(serve(sys.argv[1], sys.argv[2]))
+    asyncio.run(serve(sys.argv[1], sys.argv[2], sys.argv[3:] == ["sandboxed"]))

@@ -8,11 +8,12 @@ sequential trivial activities; benchmarks/naive_baseline.py) — the ratio is th
 because these machines are shared and noisy. Usage:
 
     .venv/bin/python benchmarks/orchestration.py [--cases 100 --arms 4 --trials 5] [--workers 1]
-        [--local-stage-max-s 120] [--skip-baseline]
+        [--local-stage-max-s 120] [--workflow-sandbox] [--skip-baseline]
 
 `--workers N` adds N-1 `evalbot worker` processes (the scale-out path of docs/engine.md) beside the
 benchmark's in-process worker; a Python worker uses one core at most. `--local-stage-max-s 0` runs
-every stage as a regular activity (the placement long runs and Modal get).
+every stage as a regular activity (the placement long runs and Modal get). `--workflow-sandbox`
+runs both designs' workflows in Temporal's sandbox (EVALBOT_WORKFLOW_SANDBOX).
 """
 
 from __future__ import annotations
@@ -52,17 +53,22 @@ async def history_events_per_cell(client: Client, experiment_id: str, run_ids: l
     return statistics.mean(child) + parent / len(run_ids)
 
 
-async def naive(client: Client, address: str, cells: int, workers: int) -> tuple[float, float]:
-    """The baseline on the same server, with as many worker processes: (wall seconds, history
-    events per cell)."""
+async def naive(
+    client: Client, address: str, cells: int, workers: int, sandboxed: bool
+) -> tuple[float, float]:
+    """The baseline on the same server, with as many worker processes and the same workflow
+    runner: (wall seconds, history events per cell)."""
     queue = "naive-baseline"
     script = str(Path(naive_baseline.__file__))
-    with processes([sys.executable, script, address, queue], workers - 1, dict(os.environ)):
-        return await _naive_run(client, queue, cells)
+    command = [sys.executable, script, address, queue, *(["sandboxed"] if sandboxed else [])]
+    with processes(command, workers - 1, dict(os.environ)):
+        return await _naive_run(client, queue, cells, sandboxed)
 
 
-async def _naive_run(client: Client, queue: str, cells: int) -> tuple[float, float]:
-    async with naive_baseline.worker(client, queue):
+async def _naive_run(
+    client: Client, queue: str, cells: int, sandboxed: bool
+) -> tuple[float, float]:
+    async with naive_baseline.worker(client, queue, sandboxed):
         started = time.perf_counter()
         await client.execute_workflow(
             naive_baseline.NaiveExperimentWorkflow.run,
@@ -110,6 +116,7 @@ def worker_env(settings: Settings, address: str) -> dict[str, str]:
         "EVALBOT_MAX_CONCURRENT_SCORE": str(settings.max_concurrent_score),
         "EVALBOT_POLL_INTERVAL_S": str(settings.poll_interval_s),
         "EVALBOT_LOCAL_STAGE_MAX_S": str(settings.local_stage_max_s),
+        "EVALBOT_WORKFLOW_SANDBOX": str(settings.workflow_sandbox).lower(),
     }
 
 
@@ -131,6 +138,7 @@ async def main(options: argparse.Namespace) -> None:
             experiment_parallelism=500,
             poll_interval_s=0.2,
             local_stage_max_s=options.local_stage_max_s,
+            workflow_sandbox=options.workflow_sandbox,
         )
         store = open_store(settings)
         arm_specs = [ArmSpec(name=f"arm{i}", ref=c, commit=c) for i, c in enumerate(commits)]
@@ -150,14 +158,22 @@ async def main(options: argparse.Namespace) -> None:
             events = await history_events_per_cell(session.client, spec.experiment_id, run_ids)
             if baseline:
                 naive_s, naive_events = await naive(
-                    session.client, session.address, len(run_ids), options.workers
+                    session.client,
+                    session.address,
+                    len(run_ids),
+                    options.workers,
+                    settings.workflow_sandbox,
                 )
         counts = store.count_runs(spec.experiment_id)
         cells = len(run_ids)
         print(f"machine: {platform.node()} {platform.machine()}, {_cpus()} cores")
         print(f"cells: {cells} ({cases} cases x {arms} arms x {trials} trials), provider process")
         placement = "local activities" if options.local_stage_max_s else "regular activities"
-        print(f"worker processes: {options.workers}; execute/collect/score as {placement}")
+        runner = "sandboxed" if settings.workflow_sandbox else "unsandboxed"
+        print(
+            f"worker processes: {options.workers}; execute/collect/score as {placement}; "
+            f"{runner} workflow runner (both designs)"
+        )
         print(f"stored results: {sum(counts.values())} {dict(counts)}; scored {progress.scored}")
         print(f"wall time: {elapsed:.1f} s")
         print(f"cells per second: {cells / elapsed:.1f}")
@@ -185,4 +201,5 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--local-stage-max-s", type=int, default=120)
     parser.add_argument("--skip-baseline", action="store_true")
+    parser.add_argument("--workflow-sandbox", action="store_true")
     asyncio.run(main(parser.parse_args()))

@@ -49,6 +49,12 @@ class Settings(BaseSettings):
         "whose run.timeout_s is at most this run every stage as a local activity of their "
         "RunWorkflow (one workflow task per run, not five); 0 = always regular activities.",
     )
+    workflow_sandbox: bool = Field(
+        False,
+        description="Run workflow code in Temporal's sandbox (it re-checks every activation for "
+        "non-deterministic calls, ~40% of the worker's orchestration CPU). Off by default: the "
+        "tests replay real histories through the sandbox instead (docs/engine.md).",
+    )
     heartbeat_timeout_s: int = Field(
         30, description="A stage whose worker stops heartbeating this long is retried elsewhere."
     )

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.client import Client, WorkflowHistory
+from temporalio.worker import Replayer, WorkflowReplayResults
 
+from workflows.engine.converter import data_converter
 from workflows.engine.devserver import DevServer, free_port
+from workflows.engine.worker import workflow_runner
+from workflows.engine.workflows import ExperimentWorkflow, RunWorkflow
 from workflows.settings import Settings
 
 
@@ -38,3 +43,22 @@ def engine_settings_for(
         poll_interval_s=0.2,
         **overrides,
     )
+
+
+async def replay_in_sandbox(
+    client: Client, workflow_ids: Iterable[str], workflows: Sequence[type] = ()
+) -> WorkflowReplayResults:
+    """Replay these workflows' real histories in Temporal's checking sandbox (workers run without
+    it, Settings.workflow_sandbox): a workflow that reads a clock, randomness, files or processes
+    fails here, and so does one whose commands no longer match its history."""
+    replayer = Replayer(
+        workflows=[ExperimentWorkflow, RunWorkflow, *workflows],
+        workflow_runner=workflow_runner(True),
+        data_converter=data_converter,
+    )
+
+    async def histories() -> AsyncIterator[WorkflowHistory]:
+        for workflow_id in workflow_ids:
+            yield await client.get_workflow_handle(workflow_id).fetch_history()
+
+    return await replayer.replay_workflows(histories(), raise_on_replay_failure=False)

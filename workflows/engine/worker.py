@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from workflows.engine.activities import ExperimentActivities, Grader, RunActivities, RunStore
@@ -19,9 +19,14 @@ from workflows.settings import Settings
 ROLES = ("runs", "collect", "score")
 
 
-def workflow_runner(*passthrough: str) -> SandboxedWorkflowRunner:
-    """Temporal's sandbox, with our pure models passed through instead of re-imported per run."""
-    modules = ("pydantic", "workflows", *passthrough)
+def workflow_runner(sandboxed: bool, *passthrough: str) -> WorkflowRunner:
+    """No sandbox (the default, Settings.workflow_sandbox), or Temporal's sandbox checking the
+    workflow modules: they are re-imported in it, so their calls to clocks, randomness, files or
+    processes fail the workflow task. What they import under `imports_passed_through` (our pure
+    models) is not re-imported per workflow."""
+    if not sandboxed:
+        return UnsandboxedWorkflowRunner()
+    modules = ("pydantic", *passthrough)
     restrictions = SandboxRestrictions.default.with_passthrough_modules(*modules)
     return SandboxedWorkflowRunner(restrictions=restrictions)
 
@@ -56,7 +61,7 @@ def build_workers(
                     runs.score,
                     *extra_activities,
                 ],
-                workflow_runner=workflow_runner(),
+                workflow_runner=workflow_runner(settings.workflow_sandbox),
                 max_concurrent_activities=settings.worker_run_slots,
                 max_cached_workflows=10_000,
                 max_concurrent_workflow_tasks=100,

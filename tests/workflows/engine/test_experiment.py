@@ -11,6 +11,7 @@ from temporalio.api.enums.v1 import EventType
 from bot.commands.engine import run_experiment
 from bot.composition import open_store
 from tests.support.agent_repo import AgentRepo
+from tests.support.temporal import replay_in_sandbox
 from workflows.catalog.hashing import tree_version
 from workflows.catalog.loaders import load_world
 from workflows.catalog.models import ArmSpec, ExperimentSpec
@@ -82,6 +83,10 @@ async def test_every_cell_is_scored_once_and_head_beats_base(
     # the tiny agent's timeout (60 s) is within 120 s: placement follows local_stage_max_s
     for cell in spec.cells()[:3]:
         assert await scheduled_activities(settings, cell.run_id) == regular
+    # workers run workflows unsandboxed; the sandbox checks every workflow of the run here
+    ids = [spec.experiment_id, *(cell.run_id for cell in spec.cells())]
+    replayed = await replay_in_sandbox(await connect(settings), ids)
+    assert replayed.replay_failures == {}
 
 
 async def test_runs_record_what_makes_them_reproducible(
