@@ -3,8 +3,9 @@
 Same folder layout as `local` (layout.py), but nothing is mounted: the agent finds its folders
 through EVALBOT_REPO_DIR / _WORLD_DIR / _CASE_DIR / _OUT_DIR, runs as the worker's user with the
 worker's view of the machine, and only the runner's limits apply (wall timeout, log caps,
-RLIMIT_FSIZE). Kept cheap (no cgroups, no disks) for the orchestration benchmark. It refuses to do
-anything unless constructed with `allowed=True` (settings.allow_process_provider).
+RLIMIT_FSIZE). Kept cheap (no cgroups, no disks; runners forked by a spawner, spawner.py) for the
+orchestration benchmark. It refuses to do anything unless constructed with `allowed=True`
+(settings.allow_process_provider).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from workflows.providers.base import (
 )
 from workflows.providers.folder import FolderSandbox, read_state
 from workflows.providers.images import ImageBuilder
-from workflows.providers.launch import launch_detached, run_bounded, wait_ready
+from workflows.providers.launch import run_bounded, wait_ready
 from workflows.providers.layout import (
     Layout,
     build_env,
@@ -47,8 +48,8 @@ from workflows.providers.layout import (
     write_meta,
 )
 from workflows.providers.procs import is_alive, kill, start_time, wait_gone
+from workflows.providers.spawner import RUNNER, RunnerSpawner
 
-RUNNER = Path(__file__).with_name("runner.py")
 MIB = 1 << 20
 TERMINATE_GRACE_S = 5.0
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -87,16 +88,14 @@ class ProcessSandbox(FolderSandbox):
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         limits = self.limits
         argv = [
-            self.provider.python, "-I", "-S", str(RUNNER),
             "--out", str(self.layout.out), "--cwd", self.meta["image"],
             "--timeout", str(limits.wall_timeout_s),
             "--log-limit", str(limits.stdout_limit_mb * MIB),
-            "--fsize", str(limits.file_size_mb * MIB),
-            "--ready-fd", str(write_fd), "--", command,
+            "--fsize", str(limits.file_size_mb * MIB), "--", command,
         ]  # fmt: skip
         try:
-            pid = await launch_detached(
-                argv, env=self.env(env), log=self.layout.log, pass_fds=[write_fd]
+            pid = await self.provider.spawner.spawn(
+                argv, env=self.env(env), log=self.layout.log, ready_fd=write_fd
             )
         except BaseException:
             os.close(read_fd)
@@ -172,6 +171,7 @@ class ProcessProvider(SandboxProvider):
         self.python = python
         self.base_env = {"PATH": DEFAULT_PATH, "LANG": "C.UTF-8", **(base_env or {})}
         self.start_timeout_s = start_timeout_s
+        self.spawner = RunnerSpawner(python)
 
     async def create(self, spec: SandboxSpec) -> ProcessSandbox:
         if not Path(spec.image).is_dir():

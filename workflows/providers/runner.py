@@ -480,9 +480,106 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-if __name__ == "__main__":
+# -- spawner mode (the process provider) -----------------------------------------------------------
+
+
+def serve(channel_fd: int) -> int:
+    """`--serve FD`: fork a runner per request read from the socket FD, so a run pays a fork of
+    this small, already-imported process instead of an interpreter's start-up. A request is JSON
+    {"argv", "env", "log"} (read_request), with the ready pipe's write end attached; the reply is
+    a line of JSON, {"pid": N} or {"error": "..."}. The runners are detached as `launch_detached`
+    detaches them: their own session, cwd /, stdin /dev/null, stdout and stderr appended to the
+    log. EOF (the worker is gone) ends the spawner; the runners live on."""
+    import json
+    import socket
+
+    channel = socket.socket(fileno=channel_fd)
+    signals.signal(SIGCHLD, signals.SIG_IGN)  # the kernel reaps the runners we fork
+    while True:
+        try:
+            message, fds = read_request(channel)
+        except (OSError, EOFError):
+            return 0
+        reply: dict[str, int | str]
+        try:
+            reply = {"pid": fork_runner(json.loads(message), fds, channel)}
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            reply = {"error": getattr(error, "strerror", None) or str(error)}
+        finally:
+            for fd in fds:
+                os.close(fd)
+        channel.sendall(json.dumps(reply).encode() + b"\n")
+
+
+def read_request(channel: Any) -> tuple[bytes, list[int]]:
+    """A 4-byte big-endian length, then that many bytes; the file descriptors ride on the first
+    bytes. EOFError when the worker closed its end."""
+    import socket
+
+    header, fds, _, _ = socket.recv_fds(channel, 4, 1)
+    while 0 < len(header) < 4:
+        header += channel.recv(4 - len(header))
+    if len(header) < 4:
+        raise EOFError
+    size, chunks = int.from_bytes(header, "big"), []
+    while size > 0:
+        chunk = channel.recv(min(size, CHUNK))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks), fds
+
+
+def fork_runner(request: dict[str, Any], fds: list[int], channel: Any) -> int:
+    if len(fds) != 1:
+        raise ValueError("a request carries exactly one file descriptor, the ready pipe")
+    argv = ["--ready-fd", str(fds[0]), *request["argv"]]
+    env = {str(key): str(value) for key, value in request["env"].items()}
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+    log = os.open(request["log"], flags, 0o644)
     try:
-        sys.exit(main(sys.argv[1:]))
+        pid = os.fork()
+    except OSError:
+        os.close(log)
+        raise
+    if pid:
+        os.close(log)
+        return pid
+    code = 70
+    try:  # the child: the spawner is single-threaded, so Python code is safe here
+        channel.close()
+        code = run_detached(argv, env, log)
+    except SystemExit as stop:  # parse_args refused the request's argv
+        print(f"runner: {stop.code}", file=sys.stderr)
+    except BaseException as error:
+        print(f"runner: {error!r}", file=sys.stderr)
+    finally:
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def run_detached(argv: list[str], env: dict[str, str], log: int) -> int:
+    os.setsid()
+    signals.signal(SIGCHLD, signals.SIG_DFL)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.chdir("/")
+    os.environ.clear()
+    os.environ.update(env)
+    return run_main(argv)
+
+
+def run_main(argv: list[str]) -> int:
+    try:
+        return main(argv)
     except OSError as failure:
         print(f"runner: {failure.strerror or failure}", file=sys.stderr)
-        sys.exit(70)
+        return 70
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--serve"] and len(sys.argv) == 3:
+        sys.exit(serve(int(sys.argv[2])))
+    sys.exit(run_main(sys.argv[1:]))

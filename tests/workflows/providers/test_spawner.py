@@ -1,0 +1,142 @@
+"""The process provider's runner spawner (workflows/providers/spawner.py) on its own: runners it
+forks behave like runners started by a fresh interpreter, outlive it, and a dead spawner is
+replaced."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workflows.providers.base import SandboxError
+from workflows.providers.folder import read_state
+from workflows.providers.launch import wait_ready
+from workflows.providers.procs import is_alive, start_time
+from workflows.providers.spawner import RunnerSpawner
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+async def spawner() -> AsyncIterator[RunnerSpawner]:
+    spawner = RunnerSpawner(sys.executable)
+    yield spawner
+    spawner.close()
+
+
+async def start(
+    spawner: RunnerSpawner, out: Path, command: str, env: dict[str, str] | None = None
+) -> int:
+    """Spawn a runner for `command` and wait until it says it is ready; its pid."""
+    out.mkdir(parents=True, exist_ok=True)
+    argv = ["--out", str(out), "--cwd", str(out), "--timeout", "20", "--log-limit", "10000"]
+    read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+    try:
+        pid = await spawner.spawn(
+            [*argv, "--", command], env=env or {"PATH": "/usr/bin:/bin"},
+            log=out.parent / f"{out.name}.log", ready_fd=write_fd,
+        )  # fmt: skip
+    finally:
+        os.close(write_fd)
+    assert await wait_ready(read_fd, 10)
+    return pid
+
+
+def parent_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rfind(")") + 2 :].split()[1])
+
+
+async def exited(pid: int) -> None:
+    """Until `pid` is a zombie or gone (its sockets are closed by then)."""
+    for _ in range(200):
+        stat = Path(f"/proc/{pid}/stat")
+        if not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"process {pid} did not exit")
+
+
+async def finished(out: Path) -> dict[str, Any]:
+    for _ in range(200):
+        state = read_state(out)
+        if state is not None and state["status"] == "finished":
+            return state
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no finished state in {out}")
+
+
+async def test_a_spawned_runner_runs_the_command_with_its_environment_detached(
+    spawner: RunnerSpawner, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    env = {"PATH": "/usr/bin:/bin", "GREETING": "hello from the request"}
+    pid = await start(spawner, out, 'echo "$GREETING"; pwd; sleep 0.5; exit 3', env)
+    assert os.getsid(pid) == pid  # detached: a session of its own, not the worker's child
+    assert parent_of(pid) not in (os.getpid(), os.getppid())
+
+    state = await finished(out)
+    assert (state["exit_code"], state["termination"]) == (3, None)
+    assert (out / "stdout.log").read_text() == f"hello from the request\n{out}\n"
+    assert "GREETING" not in os.environ  # the request's environment is the runner's alone
+
+
+async def test_runners_outlive_a_killed_spawner_and_the_next_request_gets_a_new_one(
+    spawner: RunnerSpawner, tmp_path: Path
+) -> None:
+    first = await start(spawner, tmp_path / "first", "sleep 1; echo survived")
+    old_spawner = spawner.pid
+    assert old_spawner is not None
+    os.kill(old_spawner, signal.SIGKILL)
+    await exited(old_spawner)
+
+    second = await start(spawner, tmp_path / "second", "echo second")
+
+    assert spawner.pid not in (None, old_spawner)
+    assert (await finished(tmp_path / "first"))["exit_code"] == 0
+    assert (tmp_path / "first" / "stdout.log").read_text() == "survived\n"
+    assert (await finished(tmp_path / "second"))["exit_code"] == 0
+    assert first != second
+
+
+async def test_a_runner_that_cannot_be_started_is_a_clear_error(
+    spawner: RunnerSpawner, tmp_path: Path
+) -> None:
+    read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+    with pytest.raises(SandboxError, match="could not launch the runner: No such file"):
+        await spawner.spawn(
+            ["--out", str(tmp_path), "--", "true"],
+            env={},
+            log=tmp_path / "missing-folder" / "runner.log",
+            ready_fd=write_fd,
+        )
+    os.close(write_fd)
+    os.close(read_fd)
+    assert await start(spawner, tmp_path / "after", "true") > 0  # the spawner is still serving
+
+
+async def test_a_malformed_request_is_logged_by_the_forked_runner(
+    spawner: RunnerSpawner, tmp_path: Path
+) -> None:
+    read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+    log = tmp_path / "runner.log"
+    await spawner.spawn(["--no-such-flag"], env={}, log=log, ready_fd=write_fd)
+    os.close(write_fd)
+    assert not await wait_ready(read_fd, 10)  # it exited without saying ready
+    assert "usage: runner.py" in log.read_text()
+
+
+async def test_the_spawner_exits_when_its_worker_closes_the_channel(
+    spawner: RunnerSpawner, tmp_path: Path
+) -> None:
+    await start(spawner, tmp_path / "out", "true")
+    pid = spawner.pid
+    assert pid is not None and is_alive(pid, start_time(pid) or 0)
+    spawner.close()
+    assert not is_alive(pid, start_time(pid) or 0)

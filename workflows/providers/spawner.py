@@ -1,0 +1,120 @@
+"""The process provider's runners, forked by one long-lived `runner.py --serve` process.
+
+Starting a runner through `launch_detached` costs a fork of the (large) worker, a shell, and a
+fresh interpreter importing the runner: ~22 ms of CPU per run, most of a trivial run's cost. The
+spawner is started once per provider and forks an already-imported runner per request (~1 ms).
+Its runners are detached exactly as `launch_detached` detaches them, so they outlive the worker
+and the spawner alike, and a retried `execute` reattaches to them the same way. The worker talks to
+it over a private socket pair; when the worker dies the spawner sees EOF and exits. A spawner that
+died is replaced at the next request. (The `local` provider starts its runner inside bubblewrap,
+so it keeps `launch_detached`.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from workflows.providers.base import SandboxError
+
+RUNNER = Path(__file__).with_name("runner.py")
+REPLY_BYTES = 1 << 16
+
+
+class RunnerSpawner:
+    def __init__(self, python: str, runner: Path = RUNNER) -> None:
+        self._command = [python, "-I", "-S", str(runner), "--serve"]
+        self._process: subprocess.Popen[bytes] | None = None
+        self._channel: socket.socket | None = None
+        self._lock = threading.Lock()  # one request in flight: replies carry no request id
+
+    async def spawn(
+        self, argv: Sequence[str], *, env: Mapping[str, str], log: Path, ready_fd: int
+    ) -> int:
+        """Start a detached runner with these arguments (without --ready-fd, which is added)
+        and environment, appending its output to `log`; its pid."""
+        request = json.dumps({"argv": list(argv), "env": dict(env), "log": str(log)}).encode()
+        reply = await asyncio.to_thread(self._request, request, ready_fd)
+        pid = reply.get("pid")
+        if not isinstance(pid, int):
+            raise SandboxError(f"could not launch the runner: {reply.get('error', reply)}")
+        return pid
+
+    def _request(self, request: bytes, ready_fd: int) -> dict[str, object]:
+        with self._lock:
+            channel = self._sent(request, ready_fd)
+            reply = _read_line(channel)
+            if not reply.endswith(b"\n"):  # it died after taking the request: whether a runner
+                self._close()  # started is unknown; the stage's retry looks before starting
+                raise SandboxError("the runner spawner exited while starting a runner")
+        answer: dict[str, object] = json.loads(reply)
+        return answer
+
+    def _sent(self, request: bytes, ready_fd: int) -> socket.socket:
+        """Send to the running spawner, or, if it is gone (nothing was started), to a new one."""
+        for _ in range(2):
+            channel = self._connected()
+            try:
+                header = len(request).to_bytes(4, "big")
+                socket.send_fds(channel, [header], [ready_fd])
+                channel.sendall(request)
+                return channel
+            except OSError:
+                self._close()
+        raise SandboxError("the runner spawner does not take requests")
+
+    def _connected(self) -> socket.socket:
+        if self._process is not None and self._process.poll() is not None:
+            self._close()  # it exited (killed?): its runners live on, requests go to a new one
+        if self._channel is None:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            with theirs:
+                self._process = subprocess.Popen(
+                    [*self._command, str(theirs.fileno())],
+                    pass_fds=[theirs.fileno()],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    cwd="/",
+                    start_new_session=True,  # a ^C to the worker's group is not for it
+                )
+            self._channel = ours
+        return self._channel
+
+    def _close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+        if self._process is not None:
+            try:
+                self._process.wait(timeout=5)  # EOF ends it
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+            self._process = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    @property
+    def pid(self) -> int | None:
+        """The spawner's pid while one runs (for tests)."""
+        return self._process.pid if self._process is not None else None
+
+
+def _read_line(channel: socket.socket) -> bytes:
+    line = b""
+    while not line.endswith(b"\n") and len(line) < REPLY_BYTES:
+        try:
+            chunk = channel.recv(REPLY_BYTES)
+        except OSError:
+            break
+        if not chunk:
+            break
+        line += chunk
+    return line
