@@ -7,6 +7,7 @@ they are single `INSERT ... ON CONFLICT` statements plus dependent rows, in one 
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -212,17 +213,9 @@ class Store:
         return changed
 
     def _upsert_run(self, connection: Connection, values: dict[str, Any], now: datetime) -> bool:
-        stmt = insert(connection.dialect.name, runs).values(
-            **values, created_at=now, updated_at=now
-        )
-        new = stmt.excluded
-        upsert = stmt.on_conflict_do_update(
-            index_elements=[runs.c.run_id],
-            set_={name: new[name] for name in values if name != "run_id"}
-            | {"updated_at": new.updated_at},
-            where=runs.c.content_hash != new.content_hash,
-        ).returning(runs.c.run_id)
-        return connection.execute(upsert).first() is not None
+        upsert = _run_upsert(connection.dialect.name, tuple(values))
+        row = connection.execute(upsert, {**values, "created_at": now, "updated_at": now})
+        return row.first() is not None
 
     def _replace_criteria(self, connection: Connection, result: RunResult) -> None:
         connection.execute(
@@ -361,3 +354,18 @@ def _make_parent_dir(database: str) -> None:
         Path(database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"Cannot create the folder for the SQLite database: {exc}.") from None
+
+
+@functools.cache
+def _run_upsert(dialect_name: str, columns: tuple[str, ...]) -> Any:
+    """Insert a run, or replace the stored one unless it has the same content hash; returns the
+    run id when it wrote. Built once per dialect and column set (values are bound at execute):
+    building it per run was most of save_run's CPU."""
+    stmt = insert(dialect_name, runs)
+    new = stmt.excluded
+    return stmt.on_conflict_do_update(
+        index_elements=[runs.c.run_id],
+        set_={name: new[name] for name in columns if name != "run_id"}
+        | {"updated_at": new.updated_at},
+        where=runs.c.content_hash != new.content_hash,
+    ).returning(runs.c.run_id)
