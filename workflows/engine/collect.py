@@ -16,7 +16,7 @@ from typing import BinaryIO
 
 from pydantic import ValidationError
 
-from workflows.providers.base import FileInfo, FileKind, Sandbox, SandboxError
+from workflows.providers.base import FileInfo, FileKind, Sandbox, SandboxError, SandboxFileError
 from workflows.records import Usage
 
 MAX_OUT_FILES = 10_000
@@ -40,10 +40,15 @@ def _safe_relative(path: str) -> Path | None:
     return Path(*parts)
 
 
-async def _stream(sandbox: Sandbox, source: str, dest: Path) -> str:
-    """Copy one sandbox file to `dest`; returns its sha256. Small files are written with one
-    thread hop, larger ones chunk by chunk: file I/O never blocks the worker's event loop and a
-    file is never held whole in memory beyond SMALL_FILE_BYTES."""
+async def _stream(sandbox: Sandbox, source: str, dest: Path, size: int) -> str:
+    """Copy one sandbox file to `dest`; returns its sha256. A file listed as small is read in one
+    call and written with one thread hop, larger ones (or one that grew since) chunk by chunk:
+    file I/O never blocks the worker's event loop and a file is never held whole in memory beyond
+    SMALL_FILE_BYTES."""
+    data = await _read_small(sandbox, source, size)
+    if data is not None:
+        await asyncio.to_thread(_write_all, dest, [data])
+        return hashlib.sha256(data).hexdigest()
     digest = hashlib.sha256()
     buffered: list[bytes] = []
     size = 0
@@ -66,11 +71,25 @@ async def _stream(sandbox: Sandbox, source: str, dest: Path) -> str:
     return digest.hexdigest()
 
 
-async def _sha256(sandbox: Sandbox, source: str) -> str:
+async def _sha256(sandbox: Sandbox, source: str, size: int) -> str:
+    data = await _read_small(sandbox, source, size)
+    if data is not None:
+        return hashlib.sha256(data).hexdigest()
     digest = hashlib.sha256()
     async for chunk in sandbox.iter_file(source):
         digest.update(chunk)
     return digest.hexdigest()
+
+
+async def _read_small(sandbox: Sandbox, source: str, size: int) -> bytes | None:
+    """The file in one read if it was listed as small and still is; None means "stream it" (the
+    streaming read then reports whatever is wrong with the file)."""
+    if size > SMALL_FILE_BYTES:
+        return None
+    try:
+        return await sandbox.read_file(source, SMALL_FILE_BYTES)
+    except SandboxFileError:
+        return None
 
 
 def _open_with(dest: Path, chunks: list[bytes]) -> BinaryIO:
@@ -109,7 +128,7 @@ async def _collect_out(sandbox: Sandbox, out_dir: Path, collected: Collected) ->
         if count >= MAX_OUT_FILES or total + info.size > MAX_OUT_BYTES:
             collected.notes.append(f"skipped /out/{info.path}: output limit reached")
             continue
-        await _stream(sandbox, f"/out/{info.path}", out_dir / relative)
+        await _stream(sandbox, f"/out/{info.path}", out_dir / relative, info.size)
         total, count = total + info.size, count + 1
 
 
@@ -129,9 +148,9 @@ async def _collect_world(
         present.add(info.path)
         source = f"/world/{info.path}"
         original = originals.get(info.path)
-        if original is not None and await _sha256(sandbox, source) == original:
+        if original is not None and await _sha256(sandbox, source, info.size) == original:
             continue  # unchanged: read, never written
-        await _stream(sandbox, source, changes / relative)
+        await _stream(sandbox, source, changes / relative, info.size)
     deleted = sorted(set(originals) - present)
     await asyncio.to_thread((staging / "world_deleted.json").write_text, json.dumps(deleted))
 
