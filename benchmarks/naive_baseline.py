@@ -24,11 +24,19 @@ async def naive_stage(stage: str) -> str:
 @workflow.defn(name="NaiveRunWorkflow")
 class NaiveRunWorkflow:
     @workflow.run
-    async def run(self, queue: str) -> None:
+    async def run(self, queue: str, local: bool) -> None:
+        """The five stages as regular activities (the naive design), or as local activities (the
+        shape of evalbot's short runs, with none of their work: the floor of that design)."""
+        timeout = timedelta(minutes=1)
         for stage in STAGES:
-            await workflow.execute_activity(
-                "naive_stage", stage, task_queue=queue, start_to_close_timeout=timedelta(minutes=1)
-            )
+            if local:
+                await workflow.execute_local_activity(
+                    "naive_stage", stage, start_to_close_timeout=timeout
+                )
+            else:
+                await workflow.execute_activity(
+                    "naive_stage", stage, task_queue=queue, start_to_close_timeout=timeout
+                )
 
 
 @workflow.defn(name="NaiveExperimentWorkflow")
@@ -37,19 +45,19 @@ class NaiveExperimentWorkflow:
         self.in_flight = 0
 
     @workflow.run
-    async def run(self, cells: int, queue: str, max_parallel: int) -> None:
+    async def run(self, cells: int, queue: str, max_parallel: int, local: bool = False) -> None:
         tasks = []
         for index in range(cells):
             await workflow.wait_condition(lambda: self.in_flight < max_parallel)
             self.in_flight += 1
-            tasks.append(asyncio.ensure_future(self._cell(index, queue)))
+            tasks.append(asyncio.ensure_future(self._cell(index, queue, local)))
         await asyncio.gather(*tasks)
 
-    async def _cell(self, index: int, queue: str) -> None:
+    async def _cell(self, index: int, queue: str, local: bool) -> None:
         try:
             await workflow.execute_child_workflow(
                 NaiveRunWorkflow.run,
-                queue,
+                args=[queue, local],
                 id=f"{workflow.info().workflow_id}/{index}",
                 task_queue=queue,
             )
@@ -69,6 +77,7 @@ def worker(client: Client, queue: str, sandboxed: bool) -> Worker:
         max_cached_workflows=10_000,
         max_concurrent_workflow_tasks=100,
         max_concurrent_activities=64,
+        max_concurrent_local_activities=64,
     )
 
 

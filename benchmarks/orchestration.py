@@ -8,12 +8,14 @@ sequential trivial activities; benchmarks/naive_baseline.py) — the ratio is th
 because these machines are shared and noisy. Usage:
 
     .venv/bin/python benchmarks/orchestration.py [--cases 100 --arms 4 --trials 5] [--workers 1]
-        [--local-stage-max-s 120] [--workflow-sandbox] [--skip-baseline]
+        [--local-stage-max-s 120] [--workflow-sandbox] [--floor] [--skip-baseline]
 
 `--workers N` adds N-1 `evalbot worker` processes (the scale-out path of docs/engine.md) beside the
 benchmark's in-process worker; a Python worker uses one core at most. `--local-stage-max-s 0` runs
 every stage as a regular activity (the placement long runs and Modal get). `--workflow-sandbox`
-runs both designs' workflows in Temporal's sandbox (EVALBOT_WORKFLOW_SANDBOX).
+runs both designs' workflows in Temporal's sandbox (EVALBOT_WORKFLOW_SANDBOX). `--floor` also
+times the naive design with local activities: evalbot's Temporal work per cell without any of the
+run's own work (sandbox, agent, collect, grading, store).
 """
 
 from __future__ import annotations
@@ -54,31 +56,32 @@ async def history_events_per_cell(client: Client, experiment_id: str, run_ids: l
 
 
 async def naive(
-    client: Client, address: str, cells: int, workers: int, sandboxed: bool
+    client: Client, address: str, cells: int, workers: int, sandboxed: bool, local: bool = False
 ) -> tuple[float, float]:
     """The baseline on the same server, with as many worker processes and the same workflow
-    runner: (wall seconds, history events per cell)."""
-    queue = "naive-baseline"
+    runner: (wall seconds, history events per cell). `local`: its stages as local activities
+    (the floor of evalbot's placement: the same Temporal work per cell, none of the run's)."""
+    queue = "naive-floor" if local else "naive-baseline"
     script = str(Path(naive_baseline.__file__))
     command = [sys.executable, script, address, queue, *(["sandboxed"] if sandboxed else [])]
     with processes(command, workers - 1, dict(os.environ)):
-        return await _naive_run(client, queue, cells, sandboxed)
+        return await _naive_run(client, queue, cells, sandboxed, local)
 
 
 async def _naive_run(
-    client: Client, queue: str, cells: int, sandboxed: bool
+    client: Client, queue: str, cells: int, sandboxed: bool, local: bool
 ) -> tuple[float, float]:
     async with naive_baseline.worker(client, queue, sandboxed):
         started = time.perf_counter()
         await client.execute_workflow(
             naive_baseline.NaiveExperimentWorkflow.run,
-            args=[cells, queue, 500],
-            id="naive-baseline",
+            args=[cells, queue, 500, local],
+            id=queue,
             task_queue=queue,
         )
         elapsed = time.perf_counter() - started
-        run_ids = [f"naive-baseline/{i}" for i in range(cells)]
-        events = await history_events_per_cell(client, "naive-baseline", run_ids)
+        run_ids = [f"{queue}/{i}" for i in range(cells)]
+        events = await history_events_per_cell(client, queue, run_ids)
     return elapsed, events
 
 
@@ -156,6 +159,15 @@ async def main(options: argparse.Namespace) -> None:
                 elapsed = time.perf_counter() - started
             run_ids = [c.run_id for c in spec.cells()]
             events = await history_events_per_cell(session.client, spec.experiment_id, run_ids)
+            if options.floor:
+                floor_s, floor_events = await naive(
+                    session.client,
+                    session.address,
+                    len(run_ids),
+                    options.workers,
+                    settings.workflow_sandbox,
+                    local=True,
+                )
             if baseline:
                 naive_s, naive_events = await naive(
                     session.client,
@@ -178,6 +190,11 @@ async def main(options: argparse.Namespace) -> None:
         print(f"wall time: {elapsed:.1f} s")
         print(f"cells per second: {cells / elapsed:.1f}")
         print(f"history events per cell: {events:.1f}")
+        if options.floor:
+            print(
+                f"floor (the same child workflow and five local activities, no work): "
+                f"{floor_s:.1f} s, {cells / floor_s:.1f} cells/s, {floor_events:.1f} events/cell"
+            )
         if baseline:
             print(
                 f"naive baseline (5 sequential trivial activities per child, same server and "
@@ -202,4 +219,5 @@ if __name__ == "__main__":
     parser.add_argument("--local-stage-max-s", type=int, default=120)
     parser.add_argument("--skip-baseline", action="store_true")
     parser.add_argument("--workflow-sandbox", action="store_true")
+    parser.add_argument("--floor", action="store_true")
     asyncio.run(main(parser.parse_args()))
