@@ -79,10 +79,12 @@ class FolderSandbox(Sandbox):
         write_meta(self.layout, self.meta)
 
     async def runner_alive(self) -> bool:
-        try:
-            runner = await asyncio.to_thread(self.runner)
-        except SandboxError:
-            return False
+        runner = self.meta.get("runner")  # known once recorded: pid + start time never change
+        if not isinstance(runner, dict):
+            try:
+                runner = await asyncio.to_thread(self.runner)
+            except SandboxError:
+                return False
         return runner is not None and is_alive(runner["pid"], runner["start_time"])
 
     def already_started(self) -> bool:
