@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import AsyncIterator
@@ -31,8 +32,13 @@ class FolderSandbox(Sandbox):
 
     # -- files ----------------------------------------------------------------------------------
 
+    @functools.cached_property
+    def roots(self) -> dict[str, Path]:
+        """Sandbox root name -> host folder (fixed when the sandbox is created)."""
+        return self.layout.roots(Path(self.meta["image"]))
+
     def target(self, path: str) -> files.HostPath:
-        return files.HostPath(path, self.layout.roots(Path(self.meta["image"])))
+        return files.HostPath(path, self.roots)
 
     async def read_file(self, path: str, max_bytes: int = 1 << 20) -> bytes:
         return await asyncio.to_thread(files.read_bytes, self.target(path), max_bytes)

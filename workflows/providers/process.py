@@ -72,9 +72,7 @@ class ProcessSandbox(FolderSandbox):
 
     def env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
         base = {**self.provider.base_env, "HOME": str(self.tmp), "TMPDIR": str(self.tmp)}
-        folders = {
-            name: str(path) for name, path in self.layout.roots(Path(self.meta["image"])).items()
-        }
+        folders = {name: str(path) for name, path in self.roots.items()}
         return build_env(base, self.meta["env"], extra or {}, fixed=dir_env(folders))
 
     def require_alive(self) -> None:
