@@ -8,14 +8,16 @@ sequential trivial activities; benchmarks/naive_baseline.py) — the ratio is th
 because these machines are shared and noisy. Usage:
 
     .venv/bin/python benchmarks/orchestration.py [--cases 100 --arms 4 --trials 5] [--workers 1]
-        [--local-stage-max-s 120] [--workflow-sandbox] [--floor] [--skip-baseline]
+        [--local-stage-max-s 120] [--workflow-sandbox] [--floor] [--parallelism 500]
+        [--skip-baseline]
 
 `--workers N` adds N-1 `evalbot worker` processes (the scale-out path of docs/engine.md) beside the
 benchmark's in-process worker; a Python worker uses one core at most. `--local-stage-max-s 0` runs
 every stage as a regular activity (the placement long runs and Modal get). `--workflow-sandbox`
 runs both designs' workflows in Temporal's sandbox (EVALBOT_WORKFLOW_SANDBOX). `--floor` also
 times the naive design with local activities: evalbot's Temporal work per cell without any of the
-run's own work (sandbox, agent, collect, grading, store).
+run's own work (sandbox, agent, collect, grading, store). `--parallelism` is the experiment's
+runs in flight (EVALBOT_EXPERIMENT_PARALLELISM; 0 = the engine's default, twice the run slots).
 """
 
 from __future__ import annotations
@@ -138,7 +140,7 @@ async def main(options: argparse.Namespace) -> None:
             max_concurrent_runs=64,
             max_concurrent_collect=32,
             max_concurrent_score=32,
-            experiment_parallelism=500,
+            experiment_parallelism=options.parallelism,
             poll_interval_s=0.2,
             local_stage_max_s=options.local_stage_max_s,
             workflow_sandbox=options.workflow_sandbox,
@@ -220,4 +222,5 @@ if __name__ == "__main__":
     parser.add_argument("--skip-baseline", action="store_true")
     parser.add_argument("--workflow-sandbox", action="store_true")
     parser.add_argument("--floor", action="store_true")
+    parser.add_argument("--parallelism", type=int, default=500)
     asyncio.run(main(parser.parse_args()))
