@@ -562,9 +562,11 @@ def fork_runner(request: dict[str, Any], fds: list[int], channel: Any) -> int:
 def run_detached(argv: list[str], env: dict[str, str], log: int) -> int:
     os.setsid()
     signals.signal(SIGCHLD, signals.SIG_DFL)
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
+    null = os.open(os.devnull, os.O_RDONLY)
+    for target, source in ((0, null), (1, log), (2, log)):
+        os.dup2(source, target)
+    os.close(null)
+    os.close(log)
     os.chdir("/")
     os.environ.clear()
     os.environ.update(env)

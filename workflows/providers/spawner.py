@@ -50,7 +50,7 @@ class RunnerSpawner:
             channel = self._sent(request, ready_fd)
             reply = _read_line(channel)
             if not reply.endswith(b"\n"):  # it died after taking the request: whether a runner
-                self._close()  # started is unknown; the stage's retry looks before starting
+                self._close()  # started is unknown (docs/sandbox.md); the stage fails, is retried
                 raise SandboxError("the runner spawner exited while starting a runner")
         answer: dict[str, object] = json.loads(reply)
         return answer
