@@ -21,7 +21,7 @@ async def test_a_workflow_reading_the_clock_runs_unsandboxed_and_fails_the_sandb
 ) -> None:
     client = await connect(engine_settings)
     queue, workflow_id = engine_settings.run_task_queue, f"clock-{uuid.uuid4().hex[:8]}"
-    runner = workflow_runner(engine_settings.workflow_sandbox)
+    runner = workflow_runner(engine_settings.workflow_sandbox)  # the default: no sandbox
     async with Worker(client, task_queue=queue, workflows=[ReadsTheClock], workflow_runner=runner):
         result = await client.execute_workflow(ReadsTheClock.run, id=workflow_id, task_queue=queue)
     assert abs(result - time.time()) < 60  # the worker (no sandbox) let it read the clock
@@ -30,9 +30,3 @@ async def test_a_workflow_reading_the_clock_runs_unsandboxed_and_fails_the_sandb
 
     failure = replayed.replay_failures[next(iter(replayed.replay_failures))]
     assert "Cannot access time.time" in str(failure)
-
-
-def test_workers_run_without_the_sandbox_unless_asked() -> None:
-    assert Settings().workflow_sandbox is False
-    assert type(workflow_runner(False)).__name__ == "UnsandboxedWorkflowRunner"
-    assert type(workflow_runner(True)).__name__ == "SandboxedWorkflowRunner"
