@@ -84,13 +84,20 @@ class FolderSandbox(Sandbox):
         self.meta["runner"] = {"pid": pid, "start_time": started}
         write_meta(self.layout, self.meta)
 
+    async def known_runner(self) -> dict[str, int] | None:
+        """The runner as recorded in the metadata this handle holds (a pid and its start time
+        never change), else as re-read from disk; None if none was recorded or the sandbox is
+        gone."""
+        runner = self.meta.get("runner")
+        if isinstance(runner, dict):
+            return runner
+        try:
+            return await asyncio.to_thread(self.runner)
+        except SandboxError:
+            return None
+
     async def runner_alive(self) -> bool:
-        runner = self.meta.get("runner")  # known once recorded: pid + start time never change
-        if not isinstance(runner, dict):
-            try:
-                runner = await asyncio.to_thread(self.runner)
-            except SandboxError:
-                return False
+        runner = await self.known_runner()
         return runner is not None and is_alive(runner["pid"], runner["start_time"])
 
     def already_started(self) -> bool:

@@ -162,23 +162,26 @@ def write_case_files(case_dir: Path, files: Mapping[str, bytes]) -> None:
 
 
 async def copy_world(source: Path, dest: Path) -> None:
+    """copy_world_blocking in a thread (cheaper for the worker than asyncio's subprocess
+    transport and child watcher, a thread of their own per process)."""
+    await asyncio.to_thread(copy_world_blocking, source, dest)
+
+
+def copy_world_blocking(source: Path, dest: Path) -> None:
     """`cp -a --reflink=auto`: a private copy, shared blocks where the file system allows."""
     if not source.is_dir():
         raise SandboxCreateError(f"world folder {source} does not exist")
-    # a thread waits for cp: cheaper for the worker than asyncio's subprocess transport and
-    # child watcher (a thread of their own per process)
-    process = await asyncio.to_thread(
-        subprocess.run,
+    process = subprocess.run(
         ["cp", "-a", "--reflink=auto", "--no-target-directory", "--", str(source), str(dest)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        check=False,
     )
     if process.returncode != 0:
-        detail = process.stderr.decode(errors="replace").strip().splitlines()[-1:] or [
-            "unknown error"
-        ]
-        raise SandboxCreateError(f"could not copy the world {source.name}: {detail[0]}")
+        lines = process.stderr.decode(errors="replace").strip().splitlines()
+        detail = lines[-1] if lines else "unknown error"
+        raise SandboxCreateError(f"could not copy the world {source.name}: {detail}")
 
 
 def tree_size(path: Path) -> int:

@@ -38,7 +38,7 @@ from workflows.providers.layout import (
     Layout,
     build_env,
     check_sandbox_id,
-    copy_world,
+    copy_world_blocking,
     dir_env,
     new_sandbox_id,
     read_meta,
@@ -122,12 +122,7 @@ class ProcessSandbox(FolderSandbox):
 
     async def terminate(self) -> None:
         """Ask the runner to stop (it kills the agent's processes), force it if it will not."""
-        runner = None
-        if self.layout.meta.is_file():
-            try:
-                runner = await asyncio.to_thread(self.runner)
-            except SandboxError:
-                runner = None
+        runner = await self.known_runner()
         if runner is not None and is_alive(runner["pid"], runner["start_time"]):
             pid, started = runner["pid"], runner["start_time"]
             kill(pid, started, signal.SIGTERM)
@@ -137,8 +132,11 @@ class ProcessSandbox(FolderSandbox):
         await asyncio.to_thread(shutil.rmtree, self.layout.root, True)
 
 
-def _fill(layout: Layout, spec: SandboxSpec, meta: dict[str, Any]) -> None:
-    """The sandbox's folders besides the world, and its metadata (written last)."""
+def _build(layout: Layout, spec: SandboxSpec, meta: dict[str, Any]) -> None:
+    """The sandbox's folders, its copy of the world, and its metadata (written last); in one
+    thread, as each step needs the one before."""
+    layout.root.mkdir(parents=True, mode=0o700)
+    copy_world_blocking(spec.world_dir, layout.world)
     layout.out.mkdir()
     (layout.root / "tmp").mkdir()
     write_case_files(layout.case, spec.case_files)
@@ -181,9 +179,7 @@ class ProcessProvider(SandboxProvider):
         meta = {"id": sandbox_id, "provider": self.name, "created_at": time.time()}
         meta |= spec_to_meta(spec) | {"runner": None}
         try:
-            await asyncio.to_thread(layout.root.mkdir, parents=True, mode=0o700)
-            await copy_world(spec.world_dir, layout.world)
-            await asyncio.to_thread(_fill, layout, spec, meta)
+            await asyncio.to_thread(_build, layout, spec, meta)
         except BaseException as error:
             await asyncio.shield(asyncio.to_thread(shutil.rmtree, layout.root, True))
             if isinstance(error, OSError):
