@@ -254,7 +254,7 @@ class LocalSandbox(FolderSandbox):
     async def terminate(self) -> None:
         await self.stop_egress()
         try:
-            if self.cgroups.exists():
+            if self.cgroups.any_left():
                 if not await self.cgroups.kill_all():
                     raise SandboxError(f"sandbox {self.id}: some processes would not die")
                 await self.cgroups.remove()
@@ -383,7 +383,7 @@ class LocalProvider(SandboxProvider):
         except SandboxNotFound:
             pass
         cgroups = CgroupSet(f"evalbot/{sandbox_id}", self.cgroup_root)
-        if cgroups.exists():
+        if cgroups.any_left():
             await cgroups.kill_all()
             await cgroups.remove()
         await remove_disk(self.disk_dir / f"{sandbox_id}.ext4", self.sandbox_dir / sandbox_id)

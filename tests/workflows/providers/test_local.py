@@ -101,3 +101,18 @@ async def test_a_sandbox_cut_off_before_its_metadata_is_removed_whole(local_kit:
     assert not sandbox.cgroups.exists()
     assert not [p for p in provider.slots.folder.glob("[0-9]*") if p.read_text() == sandbox.id]
     assert await provider.sandboxes_of(run_id) == []
+
+
+async def test_a_terminate_cut_short_mid_cgroup_removal_is_finished_by_the_next(
+    local_kit: Kit,
+) -> None:
+    """A worker killed while `terminate` removed the cgroups one controller at a time (pids goes
+    first): the retried teardown must remove the rest, not take the sandbox for gone."""
+    sandbox = await local_kit.provider.create(local_kit.spec())
+    assert isinstance(sandbox, LocalSandbox)
+    sandbox.cgroups.path("pids").rmdir()  # what the killed worker got done
+
+    await (await local_kit.provider.attach(sandbox.id)).terminate()
+
+    assert not sandbox.cgroups.any_left()
+    assert not sandbox.layout.root.exists() and not sandbox.disk_image.exists()
