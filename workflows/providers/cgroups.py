@@ -87,11 +87,6 @@ class CgroupSet:
     def exists(self) -> bool:
         return self.path("pids").is_dir()
 
-    def any_left(self) -> bool:
-        """Whether any group of the set is still there: `remove` goes controller by controller,
-        so a worker killed in the middle of it leaves the later ones (pids goes first)."""
-        return any(self.path(controller).is_dir() for controller in CONTROLLERS)
-
     def pids(self) -> list[int]:
         try:
             text = (self.path("pids") / "cgroup.procs").read_text()

@@ -253,11 +253,10 @@ class LocalSandbox(FolderSandbox):
 
     async def terminate(self) -> None:
         await self.stop_egress()
-        try:
-            if self.cgroups.any_left():
-                if not await self.cgroups.kill_all():
-                    raise SandboxError(f"sandbox {self.id}: some processes would not die")
-                await self.cgroups.remove()
+        try:  # no existence check: a removal cut short (pids goes first) leaves the others
+            if not await self.cgroups.kill_all():
+                raise SandboxError(f"sandbox {self.id}: some processes would not die")
+            await self.cgroups.remove()
             await remove_disk(self.disk_image, self.layout.root)
         except OSError as error:
             raise SandboxError(f"could not terminate sandbox {self.id}: {error.strerror}") from None
@@ -383,9 +382,8 @@ class LocalProvider(SandboxProvider):
         except SandboxNotFound:
             pass
         cgroups = CgroupSet(f"evalbot/{sandbox_id}", self.cgroup_root)
-        if cgroups.any_left():
-            await cgroups.kill_all()
-            await cgroups.remove()
+        await cgroups.kill_all()  # both do nothing for groups that are not there
+        await cgroups.remove()
         await remove_disk(self.disk_dir / f"{sandbox_id}.ext4", self.sandbox_dir / sandbox_id)
         await asyncio.to_thread(self.slots.release_owner, sandbox_id)
 
