@@ -24,19 +24,24 @@ async def naive_stage(stage: str) -> str:
 @workflow.defn(name="NaiveRunWorkflow")
 class NaiveRunWorkflow:
     @workflow.run
-    async def run(self, queue: str, local: bool) -> None:
+    async def run(self, queue: str, local: bool, cells: int = 1) -> None:
         """The five stages as regular activities (the naive design), or as local activities (the
-        shape of evalbot's short runs, with none of their work: the floor of that design)."""
-        timeout = timedelta(minutes=1)
-        for stage in STAGES:
-            if local:
-                await workflow.execute_local_activity(
-                    "naive_stage", stage, start_to_close_timeout=timeout
-                )
-            else:
-                await workflow.execute_activity(
-                    "naive_stage", stage, task_queue=queue, start_to_close_timeout=timeout
-                )
+        shape of evalbot's short runs, with none of their work: the floor of that design), for
+        one cell or for `cells` side by side (the shape of evalbot's batches)."""
+        await asyncio.gather(*(_stages(queue, local) for _ in range(cells)))
+
+
+async def _stages(queue: str, local: bool) -> None:
+    timeout = timedelta(minutes=1)
+    for stage in STAGES:
+        if local:
+            await workflow.execute_local_activity(
+                "naive_stage", stage, start_to_close_timeout=timeout
+            )
+        else:
+            await workflow.execute_activity(
+                "naive_stage", stage, task_queue=queue, start_to_close_timeout=timeout
+            )
 
 
 @workflow.defn(name="NaiveExperimentWorkflow")
@@ -45,24 +50,28 @@ class NaiveExperimentWorkflow:
         self.in_flight = 0
 
     @workflow.run
-    async def run(self, cells: int, queue: str, max_parallel: int, local: bool = False) -> None:
+    async def run(
+        self, cells: int, queue: str, max_parallel: int, local: bool = False, batch: int = 1
+    ) -> None:
+        """`cells` cells, `batch` to a child workflow, at most `max_parallel` cells in flight."""
         tasks = []
-        for index in range(cells):
-            await workflow.wait_condition(lambda: self.in_flight < max_parallel)
-            self.in_flight += 1
-            tasks.append(asyncio.ensure_future(self._cell(index, queue, local)))
+        for index in range(0, cells, batch):
+            size = min(batch, cells - index)
+            await workflow.wait_condition(lambda: self.in_flight + size <= max_parallel)  # noqa: B023
+            self.in_flight += size
+            tasks.append(asyncio.ensure_future(self._child(index, queue, local, size)))
         await asyncio.gather(*tasks)
 
-    async def _cell(self, index: int, queue: str, local: bool) -> None:
+    async def _child(self, index: int, queue: str, local: bool, size: int) -> None:
         try:
             await workflow.execute_child_workflow(
                 NaiveRunWorkflow.run,
-                args=[queue, local],
+                args=[queue, local, size],
                 id=f"{workflow.info().workflow_id}/{index}",
                 task_queue=queue,
             )
         finally:
-            self.in_flight -= 1
+            self.in_flight -= size
 
 
 def worker(client: Client, queue: str, sandboxed: bool) -> Worker:

@@ -8,16 +8,19 @@ sequential trivial activities; benchmarks/naive_baseline.py) — the ratio is th
 because these machines are shared and noisy. Usage:
 
     .venv/bin/python benchmarks/orchestration.py [--cases 100 --arms 4 --trials 5] [--workers 1]
-        [--local-stage-max-s 120] [--workflow-sandbox] [--floor] [--parallelism 500]
-        [--skip-baseline]
+        [--local-stage-max-s 120] [--workflow-sandbox] [--floor] [--parallelism 0]
+        [--run-batch 10] [--skip-baseline]
 
 `--workers N` adds N-1 `evalbot worker` processes (the scale-out path of docs/engine.md) beside the
 benchmark's in-process worker; a Python worker uses one core at most. `--local-stage-max-s 0` runs
 every stage as a regular activity (the placement long runs and Modal get). `--workflow-sandbox`
 runs both designs' workflows in Temporal's sandbox (EVALBOT_WORKFLOW_SANDBOX). `--floor` also
-times the naive design with local activities: evalbot's Temporal work per cell without any of the
-run's own work (sandbox, agent, collect, grading, store). `--parallelism` is the experiment's
+times the naive design with local activities, a workflow per cell and as many cells per workflow
+as evalbot's batches: evalbot's Temporal work per cell without any of the run's own work (sandbox,
+agent, collect, grading, store). `--parallelism` is the experiment's
 runs in flight (EVALBOT_EXPERIMENT_PARALLELISM; 0 = the engine's default, twice the run slots).
+`--run-batch` is how many short cells one RunBatchWorkflow runs (EVALBOT_RUN_BATCH_SIZE; 1 = one
+RunWorkflow per cell).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import naive_baseline
@@ -42,49 +46,58 @@ from trivial_matter import write_agent, write_catalog
 
 from bot.composition import open_store
 from workflows.catalog.models import ArmSpec
-from workflows.engine.client import start_experiment, wait_for
+from workflows.engine.client import run_executions, start_experiment, wait_for
 from workflows.engine.embedded import engine_session
 from workflows.engine.grading import CaseGrader
 from workflows.engine.planning import plan_experiment
+from workflows.engine.workflows import batch_size
 from workflows.providers import create_provider
 from workflows.settings import Settings
 
 
-async def history_events_per_cell(client: Client, experiment_id: str, run_ids: list[str]) -> float:
-    sample = random.Random(0).sample(run_ids, k=min(40, len(run_ids)))
-    child = [len((await client.get_workflow_handle(r).fetch_history()).events) for r in sample]
+async def history_events_per_cell(
+    client: Client, experiment_id: str, workflow_ids: list[str], cells: int
+) -> float:
+    """(The parent's events + the run workflows' events, from a sample of 40) per cell."""
+    sample = random.Random(0).sample(workflow_ids, k=min(40, len(workflow_ids)))
+    child = [len((await client.get_workflow_handle(w).fetch_history()).events) for w in sample]
     parent = len((await client.get_workflow_handle(experiment_id).fetch_history()).events)
-    return statistics.mean(child) + parent / len(run_ids)
+    return (statistics.mean(child) * len(workflow_ids) + parent) / cells
 
 
-async def naive(
-    client: Client, address: str, cells: int, workers: int, sandboxed: bool, local: bool = False
-) -> tuple[float, float]:
-    """The baseline on the same server, with as many worker processes and the same workflow
-    runner: (wall seconds, history events per cell). `local`: its stages as local activities
-    (the floor of evalbot's placement: the same Temporal work per cell, none of the run's)."""
-    queue = "naive-floor" if local else "naive-baseline"
+@dataclass
+class NaiveRun:
+    """The naive design on the same server as evalbot's run, with as many worker processes, the
+    same workflow runner and as many cells in flight."""
+
+    client: Client
+    address: str
+    cells: int
+    workers: int
+    sandboxed: bool
+    parallel: int
+
+
+async def naive(run: NaiveRun, local: bool = False, batch: int = 1) -> tuple[float, float]:
+    """(wall seconds, history events per cell). `local`: its stages as local activities, `batch`
+    cells to a child workflow (the floor of evalbot's placement: the same Temporal work per cell,
+    none of the run's)."""
+    queue = f"naive-floor-{batch}" if local else "naive-baseline"
     script = str(Path(naive_baseline.__file__))
-    command = [sys.executable, script, address, queue, *(["sandboxed"] if sandboxed else [])]
-    with processes(command, workers - 1, dict(os.environ)):
-        return await _naive_run(client, queue, cells, sandboxed, local)
-
-
-async def _naive_run(
-    client: Client, queue: str, cells: int, sandboxed: bool, local: bool
-) -> tuple[float, float]:
-    async with naive_baseline.worker(client, queue, sandboxed):
-        started = time.perf_counter()
-        await client.execute_workflow(
-            naive_baseline.NaiveExperimentWorkflow.run,
-            args=[cells, queue, 500, local],
-            id=queue,
-            task_queue=queue,
-        )
-        elapsed = time.perf_counter() - started
-        run_ids = [f"{queue}/{i}" for i in range(cells)]
-        events = await history_events_per_cell(client, queue, run_ids)
-    return elapsed, events
+    sandboxed = ["sandboxed"] if run.sandboxed else []
+    command = [sys.executable, script, run.address, queue, *sandboxed]
+    with processes(command, run.workers - 1, dict(os.environ)):
+        async with naive_baseline.worker(run.client, queue, run.sandboxed):
+            started = time.perf_counter()
+            await run.client.execute_workflow(
+                naive_baseline.NaiveExperimentWorkflow.run,
+                args=[run.cells, queue, run.parallel, local, batch],
+                id=queue,
+                task_queue=queue,
+            )
+            elapsed = time.perf_counter() - started
+    child_ids = [f"{queue}/{i}" for i in range(0, run.cells, batch)]
+    return elapsed, await history_events_per_cell(run.client, queue, child_ids, run.cells)
 
 
 @contextlib.contextmanager
@@ -121,6 +134,7 @@ def worker_env(settings: Settings, address: str) -> dict[str, str]:
         "EVALBOT_MAX_CONCURRENT_SCORE": str(settings.max_concurrent_score),
         "EVALBOT_POLL_INTERVAL_S": str(settings.poll_interval_s),
         "EVALBOT_LOCAL_STAGE_MAX_S": str(settings.local_stage_max_s),
+        "EVALBOT_RUN_BATCH_SIZE": str(settings.run_batch_size),
         "EVALBOT_WORKFLOW_SANDBOX": str(settings.workflow_sandbox).lower(),
     }
 
@@ -143,6 +157,7 @@ async def main(options: argparse.Namespace) -> None:
             experiment_parallelism=options.parallelism,
             poll_interval_s=0.2,
             local_stage_max_s=options.local_stage_max_s,
+            run_batch_size=options.run_batch,
             workflow_sandbox=options.workflow_sandbox,
         )
         store = open_store(settings)
@@ -160,24 +175,24 @@ async def main(options: argparse.Namespace) -> None:
                 progress = await wait_for(session.client, spec.experiment_id)
                 elapsed = time.perf_counter() - started
             run_ids = [c.run_id for c in spec.cells()]
-            events = await history_events_per_cell(session.client, spec.experiment_id, run_ids)
-            if options.floor:
-                floor_s, floor_events = await naive(
-                    session.client,
-                    session.address,
-                    len(run_ids),
-                    options.workers,
-                    settings.workflow_sandbox,
-                    local=True,
-                )
+            executions = await run_executions(session.client, spec.experiment_id)
+            events = await history_events_per_cell(
+                session.client, spec.experiment_id, [w for w, _ in executions], len(run_ids)
+            )
+            naive_run = NaiveRun(
+                session.client,
+                session.address,
+                len(run_ids),
+                options.workers,
+                settings.workflow_sandbox,
+                settings.resolved_experiment_parallelism,
+            )
+            batch = batch_size(settings.run_batch_size, naive_run.parallel)
+            floors = (
+                {b: await naive(naive_run, True, b) for b in {1, batch}} if options.floor else {}
+            )
             if baseline:
-                naive_s, naive_events = await naive(
-                    session.client,
-                    session.address,
-                    len(run_ids),
-                    options.workers,
-                    settings.workflow_sandbox,
-                )
+                naive_s, naive_events = await naive(naive_run)
         counts = store.count_runs(spec.experiment_id)
         cells = len(run_ids)
         print(f"machine: {platform.node()} {platform.machine()}, {_cpus()} cores")
@@ -186,15 +201,17 @@ async def main(options: argparse.Namespace) -> None:
         runner = "sandboxed" if settings.workflow_sandbox else "unsandboxed"
         print(
             f"worker processes: {options.workers}; execute/collect/score as {placement}; "
-            f"{runner} workflow runner (both designs)"
+            f"{runner} workflow runner (both designs); {len(executions)} run workflows "
+            f"(up to {max(len(runs) for _, runs in executions)} cells each)"
         )
         print(f"stored results: {sum(counts.values())} {dict(counts)}; scored {progress.scored}")
+        print(f"cells in flight: {naive_run.parallel} (both designs)")
         print(f"wall time: {elapsed:.1f} s")
         print(f"cells per second: {cells / elapsed:.1f}")
         print(f"history events per cell: {events:.1f}")
-        if options.floor:
+        for size, (floor_s, floor_events) in sorted(floors.items()):
             print(
-                f"floor (the same child workflow and five local activities, no work): "
+                f"floor ({size} cell(s) per child workflow, five local activities each, no work): "
                 f"{floor_s:.1f} s, {cells / floor_s:.1f} cells/s, {floor_events:.1f} events/cell"
             )
         if baseline:
@@ -222,5 +239,8 @@ if __name__ == "__main__":
     parser.add_argument("--skip-baseline", action="store_true")
     parser.add_argument("--workflow-sandbox", action="store_true")
     parser.add_argument("--floor", action="store_true")
-    parser.add_argument("--parallelism", type=int, default=500)
+    parser.add_argument("--parallelism", type=int, default=0)
+    parser.add_argument(
+        "--run-batch", type=int, default=Settings.model_fields["run_batch_size"].default
+    )
     asyncio.run(main(parser.parse_args()))

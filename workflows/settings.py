@@ -49,6 +49,13 @@ class Settings(BaseSettings):
         "whose run.timeout_s is at most this run every stage as a local activity of their "
         "RunWorkflow (one workflow task per run, not five); 0 = always regular activities.",
     )
+    run_batch_size: int = Field(
+        10,
+        ge=1,
+        description="Cells per workflow for runs whose every stage is local (local_stage_max_s): "
+        "one RunBatchWorkflow runs them side by side, each stage still retried on its own; at "
+        "most a quarter of the experiment's parallelism; 1 = one RunWorkflow per cell.",
+    )
     workflow_sandbox: bool = Field(
         False,
         description="Run workflow code in Temporal's sandbox (it re-checks every activation for "

@@ -33,6 +33,7 @@ from bot.planning import BASE_ARM, HEAD_ARM
 from bot.render import render_markdown
 from tests.fakes.github_server import FakeGitHub
 from workflows.catalog.models import ArmSpec, ExperimentSpec
+from workflows.engine.client import run_executions
 from workflows.engine.planning import plan_experiment
 from workflows.engine.repos import commit_all, init_repo
 from workflows.providers import create_provider
@@ -242,22 +243,14 @@ class Outcome:
         assert self.residue == [], f"left on the host: {self.residue}"
 
 
-async def run_executions(client: Client, spec: ExperimentSpec) -> Counter[str]:
-    """How many RunWorkflow executions each cell had (any status) on the Temporal server."""
-    query = f'WorkflowType = "RunWorkflow" AND WorkflowId STARTS_WITH "{spec.experiment_id}/"'
-    counts: Counter[str] = Counter()
-    async for execution in client.list_workflows(query):
-        counts[execution.id] += 1
-    return counts
-
-
 async def executions_per_cell(
     client: Client, spec: ExperimentSpec, timeout_s: float = 30
 ) -> Counter[str]:
     """Visibility lags a little behind the workflows: wait until every cell is listed."""
     deadline = time.monotonic() + timeout_s
     while True:
-        counts = await run_executions(client, spec)
+        executions = await run_executions(client, spec.experiment_id)
+        counts = Counter(run_id for _, run_ids in executions for run_id in run_ids)
         if len(counts) >= len(spec.cells()) or time.monotonic() > deadline:
             return counts
         await asyncio.sleep(0.5)

@@ -14,7 +14,7 @@ from temporalio.worker import Replayer, WorkflowReplayResults
 from workflows.engine.converter import data_converter
 from workflows.engine.devserver import DevServer, free_port
 from workflows.engine.worker import workflow_runner
-from workflows.engine.workflows import ExperimentWorkflow, RunWorkflow
+from workflows.engine.workflows import ExperimentWorkflow, RunBatchWorkflow, RunWorkflow
 from workflows.settings import Settings
 
 
@@ -52,7 +52,7 @@ async def replay_in_sandbox(
     it, Settings.workflow_sandbox): a workflow that reads a clock, randomness, files or processes
     fails here, and so does one whose commands no longer match its history."""
     replayer = Replayer(
-        workflows=[ExperimentWorkflow, RunWorkflow, *workflows],
+        workflows=[ExperimentWorkflow, RunWorkflow, RunBatchWorkflow, *workflows],
         workflow_runner=workflow_runner(True),
         data_converter=data_converter,
     )

@@ -14,7 +14,7 @@ from temporalio.service import RPCError
 
 from workflows.catalog.models import ExperimentSpec
 from workflows.engine.converter import data_converter
-from workflows.engine.types import ExperimentInput, Progress, StageQueues
+from workflows.engine.types import BATCH_RUNS_MEMO, ExperimentInput, Progress, StageQueues
 from workflows.settings import Settings
 
 CONNECT_WAIT_S = 20.0
@@ -74,6 +74,7 @@ async def start_experiment(
         spec=spec,
         queues=stage_queues(settings),
         max_parallel=max_parallel or settings.resolved_experiment_parallelism,
+        run_batch=settings.run_batch_size,
         reporter=reporter,
         only_failed=only_failed,
         spent_usd=spent_usd,
@@ -137,3 +138,20 @@ async def rerun_failed(
     if await is_running(client, spec.experiment_id):
         raise RuntimeError(f"experiment '{spec.experiment_id}' is still running")
     return await start_experiment(client, settings, spec, only_failed=True, spent_usd=spent_usd)
+
+
+async def run_executions(client: Client, experiment_id: str) -> list[tuple[str, list[str]]]:
+    """Every run workflow execution of an experiment (any status) as (workflow id, the run ids it
+    ran): a RunWorkflow runs the cell its id names, a RunBatchWorkflow the cells its memo lists.
+    A run id listed twice means a cell's workflow was started twice."""
+    prefix = experiment_id.replace("\\", "\\\\").replace('"', '\\"') + "/"
+    query = (
+        f'WorkflowType IN ("RunWorkflow", "RunBatchWorkflow") AND WorkflowId STARTS_WITH "{prefix}"'
+    )
+    executions: list[tuple[str, list[str]]] = []
+    async for execution in client.list_workflows(query):
+        if execution.workflow_type == "RunWorkflow":
+            executions.append((execution.id, [execution.id]))
+        else:
+            executions.append((execution.id, list((await execution.memo())[BATCH_RUNS_MEMO])))
+    return executions

@@ -29,11 +29,15 @@ class StageQueues:
     provision: str = ""
 
 
+BATCH_RUNS_MEMO = "runs"  # a RunBatchWorkflow's memo: the run ids of its cells
+
+
 @dataclass
 class ExperimentInput:
     spec: ExperimentSpec
     queues: StageQueues
-    max_parallel: int  # RunWorkflows in flight for this experiment
+    max_parallel: int  # cells in flight for this experiment
+    run_batch: int = 1  # cells per RunBatchWorkflow in the local placement (workflows.run_groups)
     reporter: dict[str, Any] | None = None
     only_failed: bool = False  # rerun: only cells whose stored result is an error
     spent_usd: float = 0.0  # rerun: what the stored runs already cost, counted toward the budget

@@ -12,7 +12,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from workflows.engine.activities import ExperimentActivities, Grader, RunActivities, RunStore
 from workflows.engine.client import stage_queues
-from workflows.engine.workflows import ExperimentWorkflow, RunWorkflow
+from workflows.engine.workflows import ExperimentWorkflow, RunBatchWorkflow, RunWorkflow
 from workflows.providers.base import SandboxProvider
 from workflows.settings import Settings
 
@@ -51,7 +51,7 @@ def build_workers(
             Worker(
                 client,
                 task_queue=queues.runs,
-                workflows=[ExperimentWorkflow, RunWorkflow],
+                workflows=[ExperimentWorkflow, RunWorkflow, RunBatchWorkflow],
                 activities=[
                     runs.prepare_arm,
                     runs.provision,

@@ -1,4 +1,5 @@
-"""ExperimentWorkflow fans out one RunWorkflow per cell; RunWorkflow runs the stage activities.
+"""ExperimentWorkflow fans out one RunWorkflow per cell (or one RunBatchWorkflow per group of short
+cells); each cell runs the stage activities.
 
 Deterministic code only: no I/O, clocks or randomness outside `workflow.*`. Payloads carry ids and
 references, never outputs.
@@ -9,7 +10,9 @@ score have task queues of their own). `provision` and `teardown` run as local ac
 provider creates sandboxes in milliseconds (local, process) — still retried per stage, but without
 two task round trips per run — and as regular activities otherwise (Modal). On such providers, runs
 whose timeout is short (settings.local_stage_max_s) run `execute`, `collect` and `score` as local
-activities too: the whole run is one workflow task, which halves Temporal's work per cell.
+activities too: the whole run is one workflow task, which halves Temporal's work per cell. Those
+cells start in groups, one RunBatchWorkflow per group, which runs each of its cells exactly as a
+RunWorkflow would (`run_cell`) and saves a workflow execution per cell (docs/engine.md, "Batches").
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from temporalio.exceptions import (
 with workflow.unsafe.imports_passed_through():
     from workflows.catalog.models import CellRef
     from workflows.engine.types import (
+        BATCH_RUNS_MEMO,
         CollectInput,
         CollectResult,
         ExecuteInput,
@@ -62,6 +66,7 @@ PUBLISH_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=2)
 )  # unlimited attempts: a GitHub outage delays the comment, it does not lose it
 PROGRESS_EVERY = timedelta(seconds=20)
+MIN_GROUPS_IN_FLIGHT = 4  # batches never take more than a quarter of an experiment's slots
 STAGE_FAILURES = (ActivityError, ApplicationError, CancelledError)
 
 
@@ -71,96 +76,132 @@ class RunWorkflow:
 
     @workflow.run
     async def run(self, job: RunInput) -> RunSummary:
-        if job.prepared.error:
-            return await self._record(job, None, RunStatus.AGENT_ERROR, job.prepared.error)
-        for attempt in range(SANDBOX_ATTEMPTS):
-            provision: ProvisionResult | None = None
-            try:
-                provision = await self._provision(job)
-                return await self._run_in(job, provision)
-            except STAGE_FAILURES as error:  # regular activities wrap; local ones raise directly
-                if _is_cancel(error):
-                    await self._record(job, provision, RunStatus.CANCELLED, "cancelled")
-                    raise
-                if _error_type(error) == RUNNER_LOST and attempt + 1 < SANDBOX_ATTEMPTS:
-                    continue
-                return await self._record(job, provision, _status_for(error), _message(error))
-            except asyncio.CancelledError:
-                await self._record(job, provision, RunStatus.CANCELLED, "cancelled")
+        return await run_cell(job)
+
+
+@workflow.defn(name="RunBatchWorkflow")
+class RunBatchWorkflow:
+    """Several short cells in one workflow (the local placement, docs/engine.md): each runs
+    concurrently exactly as in RunWorkflow, with every stage retried on its own; a cell whose
+    run fails gets its own recorded error and the others go on."""
+
+    @workflow.run
+    async def run(self, jobs: list[RunInput]) -> list[RunSummary]:
+        outcomes = await asyncio.gather(*(run_cell(job) for job in jobs), return_exceptions=True)
+        return [await _summary_of(job, out) for job, out in zip(jobs, outcomes, strict=True)]
+
+
+async def _summary_of(job: RunInput, outcome: RunSummary | BaseException) -> RunSummary:
+    if isinstance(outcome, RunSummary):
+        return outcome
+    if isinstance(outcome, asyncio.CancelledError) or _is_cancel(outcome):
+        raise outcome  # recorded as cancelled by run_cell; the batch ends cancelled
+    return await _record_failed_run(job, _message(outcome))
+
+
+async def run_cell(job: RunInput) -> RunSummary:
+    """Provision → execute → collect → score, teardown always; a stage failure becomes the
+    cell's recorded error; a lost runner re-provisions once (SANDBOX_ATTEMPTS)."""
+    if job.prepared.error:
+        return await _record(job, None, RunStatus.AGENT_ERROR, job.prepared.error)
+    for attempt in range(SANDBOX_ATTEMPTS):
+        provision: ProvisionResult | None = None
+        try:
+            provision = await _provision(job)
+            return await _run_in(job, provision)
+        except STAGE_FAILURES as error:  # regular activities wrap; local ones raise directly
+            if _is_cancel(error):
+                await _record(job, provision, RunStatus.CANCELLED, "cancelled")
                 raise
-            finally:
-                if provision is not None:
-                    await self._teardown(job, provision)
-        raise ApplicationError("unreachable")  # pragma: no cover
+            if _error_type(error) == RUNNER_LOST and attempt + 1 < SANDBOX_ATTEMPTS:
+                continue
+            return await _record(job, provision, _status_for(error), _message(error))
+        except asyncio.CancelledError:
+            await _record(job, provision, RunStatus.CANCELLED, "cancelled")
+            raise
+        finally:
+            if provision is not None:
+                await _teardown(job, provision)
+    raise ApplicationError("unreachable")  # pragma: no cover
 
-    async def _provision(self, job: RunInput) -> ProvisionResult:
-        result: ProvisionResult = await _stage(
-            job,
-            "provision",
-            job,
-            result_type=ProvisionResult,
-            start_to_close_timeout=timedelta(minutes=10),
-            retry_policy=STAGE_RETRY,
-        )
-        return result
 
-    async def _run_in(self, job: RunInput, provision: ProvisionResult) -> RunSummary:
-        heartbeat = timedelta(seconds=job.queues.heartbeat_timeout_s)
-        local = job.prepared.local_stages
-        executed = await _run_stage(
-            local,
-            "execute",
-            ExecuteInput(provision.sandbox_id, provision.command, provision.timeout_s),
-            result_type=ExecuteResult,
-            task_queue=job.queues.runs,
-            start_to_close_timeout=timedelta(seconds=provision.timeout_s + 600),
-            heartbeat_timeout=heartbeat,
-            retry_policy=STAGE_RETRY,
-        )
-        collected = await _run_stage(
-            local,
-            "collect",
-            CollectInput(job.cell.run_id, provision.sandbox_id, job.dataset, job.cell.case_id),
-            result_type=CollectResult,
-            task_queue=job.queues.collect,
-            start_to_close_timeout=timedelta(hours=1),
-            heartbeat_timeout=heartbeat,
-            retry_policy=STAGE_RETRY,
-        )
-        summary: RunSummary = await _run_stage(
-            local,
-            "score",
-            ScoreInput(job, provision, executed, collected),
-            result_type=RunSummary,
-            task_queue=job.queues.score,
-            start_to_close_timeout=timedelta(minutes=30),
-            heartbeat_timeout=heartbeat,
-            retry_policy=STAGE_RETRY,
-        )
-        return summary
+async def _provision(job: RunInput) -> ProvisionResult:
+    result: ProvisionResult = await _stage(
+        job,
+        "provision",
+        job,
+        result_type=ProvisionResult,
+        start_to_close_timeout=timedelta(minutes=10),
+        retry_policy=STAGE_RETRY,
+    )
+    return result
 
-    async def _record(
-        self, job: RunInput, provision: ProvisionResult | None, status: RunStatus, error: str
-    ) -> RunSummary:
-        summary: RunSummary = await workflow.execute_activity(
-            "record_error",
-            RecordErrorInput(job, status.value, error, provision),
-            result_type=RunSummary,
-            task_queue=job.queues.score,
-            start_to_close_timeout=timedelta(minutes=5),
-            heartbeat_timeout=_heartbeat(job.queues),
-            retry_policy=RECORD_RETRY,
-        )
-        return summary
 
-    async def _teardown(self, job: RunInput, provision: ProvisionResult) -> None:
-        await _stage(
-            job,
-            "teardown",
-            provision.sandbox_id,
-            start_to_close_timeout=timedelta(minutes=5),
-            retry_policy=RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(seconds=30)),
-        )
+async def _run_in(job: RunInput, provision: ProvisionResult) -> RunSummary:
+    heartbeat = timedelta(seconds=job.queues.heartbeat_timeout_s)
+    local = job.prepared.local_stages
+    executed = await _run_stage(
+        local,
+        "execute",
+        ExecuteInput(provision.sandbox_id, provision.command, provision.timeout_s),
+        result_type=ExecuteResult,
+        task_queue=job.queues.runs,
+        start_to_close_timeout=timedelta(seconds=provision.timeout_s + 600),
+        heartbeat_timeout=heartbeat,
+        retry_policy=STAGE_RETRY,
+    )
+    collected = await _run_stage(
+        local,
+        "collect",
+        CollectInput(job.cell.run_id, provision.sandbox_id, job.dataset, job.cell.case_id),
+        result_type=CollectResult,
+        task_queue=job.queues.collect,
+        start_to_close_timeout=timedelta(hours=1),
+        heartbeat_timeout=heartbeat,
+        retry_policy=STAGE_RETRY,
+    )
+    summary: RunSummary = await _run_stage(
+        local,
+        "score",
+        ScoreInput(job, provision, executed, collected),
+        result_type=RunSummary,
+        task_queue=job.queues.score,
+        start_to_close_timeout=timedelta(minutes=30),
+        heartbeat_timeout=heartbeat,
+        retry_policy=STAGE_RETRY,
+    )
+    return summary
+
+
+async def _record(
+    job: RunInput, provision: ProvisionResult | None, status: RunStatus, error: str
+) -> RunSummary:
+    summary: RunSummary = await workflow.execute_activity(
+        "record_error",
+        RecordErrorInput(job, status.value, error, provision),
+        result_type=RunSummary,
+        task_queue=job.queues.score,
+        start_to_close_timeout=timedelta(minutes=5),
+        heartbeat_timeout=_heartbeat(job.queues),
+        retry_policy=RECORD_RETRY,
+    )
+    return summary
+
+
+async def _record_failed_run(job: RunInput, message: str) -> RunSummary:
+    """A run whose workflow code failed (not a stage: those are recorded by run_cell) still
+    gets a result, never none."""
+    return await _record(job, None, RunStatus.SANDBOX_ERROR, f"run failed: {message}")
+
+
+async def _teardown(job: RunInput, provision: ProvisionResult) -> None:
+    await _stage(
+        job,
+        "teardown",
+        provision.sandbox_id,
+        start_to_close_timeout=timedelta(minutes=5),
+        retry_policy=RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(seconds=30)),
+    )
 
 
 async def _run_stage(local: bool, name: str, arg: Any, **options: Any) -> Any:
@@ -258,22 +299,26 @@ class ExperimentWorkflow:
     async def _dispatch(
         self, job: ExperimentInput, cells: list[CellRef], prepared: dict[str, PreparedArm]
     ) -> None:
-        """Start cells in order as slots free up; cells not yet started when cancelled are not."""
+        """Start cells in order as slots free up; cells not yet started when cancelled are not.
+        Short cells on quick providers start in groups (`run_groups`), every other cell alone."""
         limit = max(1, job.max_parallel)
         budget = budget_from_labels(job.spec.labels)
-        for cell in cells:
-            await workflow.wait_condition(lambda: self.in_flight < limit or self.cancel_requested)
+        for group in run_groups(cells, prepared, batch_size(job.run_batch, limit)):
+            size = len(group)
+            await workflow.wait_condition(
+                lambda: self.in_flight + size <= limit or self.cancel_requested  # noqa: B023
+            )
             if self.cancel_requested:
-                self._set(cell.run_id, "cancelled")
+                self._set_all(group, "cancelled")
                 continue
             if budget is not None and self.spent_usd >= budget:  # finish what runs, start no more
                 self.stopped_by_budget = True
-                self._set(cell.run_id, "cancelled")
+                self._set_all(group, "cancelled")
                 continue
-            self.in_flight += 1
-            self._set(cell.run_id, "running")
-            run = self._run_input(job, cell, prepared[cell.arm])
-            self.tasks[cell.run_id] = asyncio.ensure_future(self._run_cell(run))
+            self.in_flight += len(group)
+            self._set_all(group, "running")
+            runs = [self._run_input(job, cell, prepared[cell.arm]) for cell in group]
+            self.tasks[group[0].run_id] = asyncio.ensure_future(self._run_group(runs))
 
     @staticmethod
     def _run_input(job: ExperimentInput, cell: CellRef, prepared: PreparedArm) -> RunInput:
@@ -289,39 +334,49 @@ class ExperimentWorkflow:
             secrets_approved=job.spec.labels.get("secrets_approved", "true") == "true",
         )
 
-    async def _run_cell(self, run: RunInput) -> None:
-        run_id = run.cell.run_id
+    async def _run_group(self, runs: list[RunInput]) -> None:
+        cells = [run.cell for run in runs]
         try:
-            summary = await workflow.execute_child_workflow(
-                RunWorkflow.run,
-                run,
-                id=run_id,
-                task_queue=run.queues.runs,
-                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-            )
-            self.spent_usd += summary.cost_usd
-            self._set(run_id, "scored" if summary.status == "scored" else "errored")
+            for summary in await self._start_group(runs):
+                self.spent_usd += summary.cost_usd
+                self._set(summary.run_id, "scored" if summary.status == "scored" else "errored")
         except ChildWorkflowError as error:
             if self.cancel_requested:
-                self._set(run_id, "cancelled")
-            else:  # the run workflow itself failed: the cell still gets a result, never none
-                await self._record_failed_run(run, _message(error))
-                self._set(run_id, "errored")
+                self._set_all(cells, "cancelled")
+            else:  # the run workflow itself failed: its cells still get a result, never none
+                for run in runs:
+                    await _record_failed_run(run, _message(error))
+                self._set_all(cells, "errored")
         except asyncio.CancelledError:
-            self._set(run_id, "cancelled" if self.cancel_requested else "errored")
+            self._set_all(cells, "cancelled" if self.cancel_requested else "errored")
         finally:
-            self.in_flight -= 1
+            self.in_flight -= len(runs)
 
-    async def _record_failed_run(self, run: RunInput, message: str) -> None:
-        await workflow.execute_activity(
-            "record_error",
-            RecordErrorInput(run, RunStatus.SANDBOX_ERROR.value, f"run failed: {message}"),
-            result_type=RunSummary,
-            task_queue=run.queues.score,
-            start_to_close_timeout=timedelta(minutes=5),
-            heartbeat_timeout=_heartbeat(run.queues),
-            retry_policy=RECORD_RETRY,
+    @staticmethod
+    async def _start_group(runs: list[RunInput]) -> list[RunSummary]:
+        """One cell: a RunWorkflow with the run's id. Several: a RunBatchWorkflow whose id is
+        the first run's id + the number of the others, and whose memo lists every run id."""
+        first = runs[0].cell.run_id
+        options: dict[str, Any] = {
+            "task_queue": runs[0].queues.runs,
+            "id_reuse_policy": WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        }
+        if len(runs) == 1:
+            summary = await workflow.execute_child_workflow(
+                RunWorkflow.run, runs[0], id=first, **options
+            )
+            return [summary]
+        return await workflow.execute_child_workflow(
+            RunBatchWorkflow.run,
+            runs,
+            id=f"{first}+{len(runs) - 1}",
+            memo={BATCH_RUNS_MEMO: [run.cell.run_id for run in runs]},
+            **options,
         )
+
+    def _set_all(self, cells: list[CellRef], state: str) -> None:
+        for cell in cells:
+            self._set(cell.run_id, state)
 
     def _set(self, run_id: str, state: str) -> None:
         self.states[run_id] = state
@@ -360,8 +415,8 @@ class ExperimentWorkflow:
     def cancel(self) -> None:
         """Stop starting cells and cancel the running ones (a new push supersedes this one)."""
         self.cancel_requested = True
-        for run_id, task in self.tasks.items():
-            if self.states.get(run_id) == "running":
+        for task in self.tasks.values():
+            if not task.done():
                 task.cancel()
 
     @workflow.query
@@ -404,3 +459,30 @@ def _message(error: BaseException) -> str:
     while error.__cause__ is not None:
         error = error.__cause__
     return str(error)[:500]
+
+
+def batch_size(requested: int, max_parallel: int) -> int:
+    """Cells per RunBatchWorkflow: at most a quarter of the experiment's slots, so that several
+    groups overlap and one slow cell holds few slots idle; below 2, cells run alone."""
+    size = min(requested, max_parallel // MIN_GROUPS_IN_FLIGHT)
+    return size if size >= 2 else 1
+
+
+def run_groups(
+    cells: list[CellRef], prepared: dict[str, PreparedArm], size: int
+) -> list[list[CellRef]]:
+    """Consecutive cells whose every stage is a local activity (short runs on quick providers)
+    in groups of up to `size`; every other cell in a group of its own."""
+    groups: list[list[CellRef]] = []
+    batch: list[CellRef] = []
+    for cell in cells:
+        if not prepared[cell.arm].local_stages:
+            groups.append([cell])
+            continue
+        batch.append(cell)
+        if len(batch) >= size:
+            groups.append(batch)
+            batch = []
+    if batch:
+        groups.append(batch)
+    return groups

@@ -15,7 +15,7 @@ from tests.support.temporal import replay_in_sandbox
 from workflows.catalog.hashing import tree_version
 from workflows.catalog.loaders import load_world
 from workflows.catalog.models import ArmSpec, ExperimentSpec
-from workflows.engine.client import connect
+from workflows.engine.client import connect, run_executions
 from workflows.engine.planning import plan_experiment
 from workflows.records import RunStatus
 from workflows.settings import Settings
@@ -48,10 +48,10 @@ async def run_tiny(
     return store, spec
 
 
-async def scheduled_activities(settings: Settings, run_id: str) -> list[str]:
+async def scheduled_activities(settings: Settings, workflow_id: str) -> list[str]:
     """The regular activities a run's workflow scheduled (local ones leave markers instead)."""
     client = await connect(settings)
-    history = await client.get_workflow_handle(run_id).fetch_history()
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
     return [
         event.activity_task_scheduled_event_attributes.activity_type.name
         for event in history.events
@@ -59,15 +59,32 @@ async def scheduled_activities(settings: Settings, run_id: str) -> list[str]:
     ]
 
 
+PLACEMENTS = {  # settings → (cells per run workflow, regular activities per run)
+    "short-runs-as-local-activities": ({"local_stage_max_s": 120}, 1, []),
+    "short-runs-in-batches": (
+        {"experiment_parallelism": 16, "run_batch_size": 4},
+        4,
+        [],
+    ),
+    "every-stage-a-regular-activity": (
+        {"local_stage_max_s": 0, "experiment_parallelism": 16, "run_batch_size": 4},
+        1,
+        ["execute", "collect", "score"],
+    ),
+}
+
+
 @pytest.mark.parametrize(
-    ("local_stage_max_s", "regular"),
-    [(120, []), (0, ["execute", "collect", "score"])],
-    ids=["short-runs-as-local-activities", "every-stage-a-regular-activity"],
+    ("overrides", "batch", "regular"), PLACEMENTS.values(), ids=list(PLACEMENTS)
 )
 async def test_every_cell_is_scored_once_and_head_beats_base(
-    engine_settings: Settings, agent_repo: AgentRepo, local_stage_max_s: int, regular: list[str]
+    engine_settings: Settings,
+    agent_repo: AgentRepo,
+    overrides: dict[str, int],
+    batch: int,
+    regular: list[str],
 ) -> None:
-    settings = engine_settings.model_copy(update={"local_stage_max_s": local_stage_max_s})
+    settings = engine_settings.model_copy(update=overrides)
     world = load_world(settings.catalog_root, "tiny")
     version_before = tree_version(world.path)
     store = open_store(settings)
@@ -80,12 +97,17 @@ async def test_every_cell_is_scored_once_and_head_beats_base(
     overall = next(row for row in report.comparisons[0].rows if row.overall)
     assert overall.head_mean > overall.base_mean
     assert tree_version(world.path) == version_before  # the pristine world is never written
-    # the tiny agent's timeout (60 s) is within 120 s: placement follows local_stage_max_s
-    for cell in spec.cells()[:3]:
-        assert await scheduled_activities(settings, cell.run_id) == regular
+    # the tiny agent's timeout (60 s) is within 120 s: placement follows the settings
+    client = await connect(settings)
+    executions = await run_executions(client, spec.experiment_id)
+    ran = sorted(run_id for _, run_ids in executions for run_id in run_ids)
+    assert ran == sorted(c.run_id for c in spec.cells())  # each cell in one execution, once
+    assert max(len(run_ids) for _, run_ids in executions) == batch
+    workflow_ids = [workflow_id for workflow_id, _ in executions]
+    for workflow_id in workflow_ids[:3]:
+        assert await scheduled_activities(settings, workflow_id) == regular
     # workers run workflows unsandboxed; the sandbox checks every workflow of the run here
-    ids = [spec.experiment_id, *(cell.run_id for cell in spec.cells())]
-    replayed = await replay_in_sandbox(await connect(settings), ids)
+    replayed = await replay_in_sandbox(client, [spec.experiment_id, *workflow_ids])
     assert replayed.replay_failures == {}
 
 

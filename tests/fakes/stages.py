@@ -1,0 +1,81 @@
+"""Stand-in stage activities, registered under the engine's activity names, for testing run
+workflows' own logic on a real Temporal server without sandboxes: each stage records its call,
+and a cell can be told to fail a stage (non-retryably) or to hang in `execute` until cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from workflows.engine.types import (
+    CollectInput,
+    CollectResult,
+    ExecuteInput,
+    ExecuteResult,
+    ProvisionResult,
+    RecordErrorInput,
+    RunInput,
+    RunSummary,
+    ScoreInput,
+)
+from workflows.records import RunStatus, Usage
+
+
+@dataclass
+class StandInStages:
+    fail: dict[tuple[str, str], str] = field(default_factory=dict)  # (stage, run id) → message
+    hang: set[str] = field(default_factory=set)  # run ids whose execute never ends
+    calls: list[tuple[str, str]] = field(default_factory=list)  # (stage, run id)
+    recorded: dict[str, tuple[str, str]] = field(default_factory=dict)  # run id → status, error
+    hanging: set[str] = field(default_factory=set)
+    all_hanging: asyncio.Event = field(default_factory=asyncio.Event)  # every `hang` run hangs
+
+    def activities(self) -> list[Callable[..., Any]]:
+        return [self.provision, self.execute, self.collect, self.score, self.teardown]
+
+    def _enter(self, stage: str, run_id: str) -> None:
+        self.calls.append((stage, run_id))
+        message = self.fail.get((stage, run_id))
+        if message:
+            raise ApplicationError(message, non_retryable=True)
+
+    @activity.defn(name="provision")
+    async def provision(self, run: RunInput) -> ProvisionResult:
+        self._enter("provision", run.cell.run_id)
+        return ProvisionResult(run.cell.run_id, "stand-in", "img", "true", 60, "v1", {})
+
+    @activity.defn(name="execute")
+    async def execute(self, job: ExecuteInput) -> ExecuteResult:
+        self._enter("execute", job.sandbox_id)
+        if job.sandbox_id in self.hang:
+            self.hanging.add(job.sandbox_id)
+            if self.hanging == self.hang:
+                self.all_hanging.set()
+            await asyncio.Event().wait()  # until the activity is cancelled
+        return ExecuteResult(state={"status": "done"}, usage={})
+
+    @activity.defn(name="collect")
+    async def collect(self, job: CollectInput) -> CollectResult:
+        self._enter("collect", job.run_id)
+        return CollectResult(outputs_ref="", usage=Usage(), has_answer=True)
+
+    @activity.defn(name="score")
+    async def score(self, job: ScoreInput) -> RunSummary:
+        self._enter("score", job.run.cell.run_id)
+        return RunSummary(job.run.cell.run_id, RunStatus.SCORED.value, 1.0, 0.01)
+
+    @activity.defn(name="teardown")
+    async def teardown(self, sandbox_id: str) -> None:
+        self._enter("teardown", sandbox_id)
+
+    @activity.defn(name="record_error")
+    async def record_error(self, job: RecordErrorInput) -> RunSummary:
+        run_id = job.run.cell.run_id
+        self.calls.append(("record_error", run_id))
+        self.recorded[run_id] = (job.status, job.error)
+        return RunSummary(run_id, job.status)
