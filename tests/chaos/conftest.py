@@ -3,9 +3,7 @@ worker subprocess. Each test gets its own task queues and data folder."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +15,6 @@ from tests.chaos.harness import ChaosAgent, write_agent, write_catalog
 from tests.fakes.github_server import FakeGitHub
 from workflows.engine.devserver import DevServer
 from workflows.settings import Settings
-from workflows.store import Store
 
 REPO = "octo/agent"
 PR = 7
@@ -76,17 +73,3 @@ def settings(tmp_path: Path, temporal_server: DevServer, github: FakeGitHub) -> 
 @pytest.fixture
 def agent(tmp_path: Path) -> ChaosAgent:
     return write_agent(tmp_path / "agent")
-
-
-async def wait_stored(
-    store: Store, experiment_id: str, at_least: int, timeout_s: float = 120
-) -> int:
-    """Wait until `at_least` results are stored; return how many are."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        done = sum((await asyncio.to_thread(store.count_runs, experiment_id)).values())
-        if done >= at_least:
-            return done
-        if time.monotonic() > deadline:
-            raise AssertionError(f"only {done} of {at_least} results after {timeout_s:.0f} s")
-        await asyncio.sleep(0.1)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bot.composition import open_store
-from tests.chaos.conftest import PR, REPO, chaos_settings, wait_stored
+from tests.chaos.conftest import PR, REPO, chaos_settings
 from tests.chaos.harness import (
     ChaosAgent,
     WorkerProcess,
@@ -28,6 +28,7 @@ from tests.chaos.harness import (
 )
 from tests.chaos.record import record
 from tests.fakes.github_server import FakeGitHub
+from tests.support.experiments import wait_stored
 from tests.support.postgres import PostgresServer, PostgresUnavailable
 from workflows.engine.client import connect, start_experiment, wait_for
 from workflows.engine.devserver import DevServer

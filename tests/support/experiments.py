@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -9,6 +11,7 @@ import numpy as np
 from workflows.catalog.models import ArmSpec, CellRef, ExperimentSpec
 from workflows.engine.types import PreparedArm, RunInput, StageQueues
 from workflows.records import CriterionScore, RunResult, RunStatus, Usage, weighted_score
+from workflows.store import Store
 
 SHAS = {"main": "a" * 40, "pr": "b1c2d3e" + "f" * 33, "alt": "c" * 40}
 
@@ -124,3 +127,17 @@ def hostile_arms(commit: str, names: Sequence[str], args: dict[str, str]) -> lis
         )
         for name in names
     ]
+
+
+async def wait_stored(
+    store: Store, experiment_id: str, at_least: int, timeout_s: float = 120
+) -> int:
+    """Wait until `at_least` results are stored; return how many are."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done = sum((await asyncio.to_thread(store.count_runs, experiment_id)).values())
+        if done >= at_least:
+            return done
+        if time.monotonic() > deadline:
+            raise AssertionError(f"only {done} of {at_least} results after {timeout_s:.0f} s")
+        await asyncio.sleep(0.1)

@@ -15,13 +15,19 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import CancelledError
 from temporalio.worker import Worker
 
+from bot.commands.engine import run_experiment
+from bot.composition import open_store
+from tests.chaos.harness import leftover_sandboxes
 from tests.fakes.stages import StandInStages
-from tests.support.experiments import make_spec, run_input
-from workflows.catalog.models import CellRef
-from workflows.engine.client import connect, stage_queues
+from tests.support.agent_repo import AgentRepo
+from tests.support.experiments import make_spec, run_input, wait_stored
+from workflows.catalog.models import ArmSpec, CellRef
+from workflows.engine.client import cancel_experiment, connect, get_progress, stage_queues
+from workflows.engine.planning import plan_experiment
 from workflows.engine.types import PreparedArm, RunInput, RunSummary
 from workflows.engine.worker import workflow_runner
 from workflows.engine.workflows import RunBatchWorkflow, batch_size, run_groups
+from workflows.records import RunStatus
 from workflows.settings import Settings
 
 SHORT = PreparedArm(image="img", command="true", timeout_s=60, limits={}, local_stages=True)
@@ -126,3 +132,39 @@ async def test_a_cancelled_batch_records_and_tears_down_every_cell(
     assert stages.recorded == {job.cell.run_id: ("cancelled", "cancelled") for job in jobs}
     torn_down = sorted(run for stage, run in stages.calls if stage == "teardown")
     assert torn_down == sorted(job.cell.run_id for job in jobs)
+
+
+async def test_cancelling_an_experiment_mid_batch_keeps_what_finished_and_leaves_nothing(
+    engine_settings: Settings, agent_repo: AgentRepo
+) -> None:
+    """Each batch of two holds a quick cell and one that sleeps: cancelling once the quick ones
+    are stored cancels the sleepers, keeps the quick results, starts no more batches and leaves
+    no sandbox behind."""
+    settings = engine_settings.model_copy(  # slots for all 8 cells in flight at once
+        update={"experiment_parallelism": 8, "run_batch_size": 2, "max_concurrent_runs": 8}
+    )
+    arms = [
+        ArmSpec(name="quick", ref="base", commit=agent_repo.base),
+        ArmSpec(name="sleepy", ref="base", commit=agent_repo.base, config={"sleep_s": "50"}),
+    ]
+    spec = plan_experiment(
+        settings, repo=str(agent_repo.path), dataset="tiny", arms=arms, trials=1, case_selectors=[]
+    )
+    cells = spec.cells()
+    assert len(cells) > 8  # more batches than fit in flight: the last ones never start
+    store = open_store(settings)
+    experiment = asyncio.ensure_future(run_experiment(settings, store, spec, quiet=True))
+    client = await connect(settings)
+    await wait_stored(store, spec.experiment_id, 4, timeout_s=120)  # the first four batches' quick
+    assert await cancel_experiment(client, spec.experiment_id)
+    await asyncio.wait_for(experiment, timeout=120)
+
+    runs = {r.run_id: r for r in store.list_runs(spec.experiment_id)}
+    started = cells[:8]  # four batches of (quick, sleepy), in order
+    assert set(runs) == {c.run_id for c in started}
+    for cell in started:
+        expected = RunStatus.SCORED if cell.arm == "quick" else RunStatus.CANCELLED
+        assert runs[cell.run_id].status is expected, runs[cell.run_id]
+    progress = await get_progress(client, spec.experiment_id)
+    assert (progress.total, progress.scored + progress.cancelled) == (len(cells), len(cells))
+    assert leftover_sandboxes(settings) == []
