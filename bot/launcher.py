@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from temporalio.client import Client, WorkflowFailureError
 
 from bot.identity import parse_experiment_id
-from workflows.budget import spent
+from workflows.budget import rerun_within_cap, spent
 from workflows.catalog.models import ExperimentSpec
 from workflows.engine import client as engine
 from workflows.engine.types import Progress
@@ -78,13 +78,12 @@ class TemporalLauncher:
         except engine.ExperimentNotFound:
             pass  # known to the store but gone from Temporal (retention): start it afresh
         runs = await asyncio.to_thread(self._store.list_runs, experiment_id)
+        spent_usd = spent(runs)  # the rerun's budget is what is left of the experiment's
+        spec = await asyncio.to_thread(
+            rerun_within_cap, self._settings, self._store, record.spec, spent_usd
+        )  # BudgetExhausted when the repository's daily cap is spent
         return await engine.start_experiment(
-            client,
-            self._settings,
-            record.spec,
-            reporter=reporter,
-            only_failed=True,
-            spent_usd=spent(runs),  # the rerun's budget is what is left of the experiment's
+            client, self._settings, spec, reporter=reporter, only_failed=True, spent_usd=spent_usd
         )
 
     async def status(self, experiment_id: str) -> Progress | None:

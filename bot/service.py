@@ -171,6 +171,9 @@ class EvalService:
             return Outcome("ignored", "nothing to rerun")
         try:
             rerun = [await self.launcher.rerun(i, self._reporter(i, origin)) for i in current]
+        except BudgetExhausted as error:
+            await self._reply(gw, origin, replies.budget_spent(origin.actor, str(error)))
+            return Outcome("refused", "daily cap spent")
         except LaunchError as error:
             return await self._reject(gw, origin, str(error))
         await self._react(gw, origin, "+1")

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel, ConfigDict
 
 from workflows.catalog.models import ExperimentSpec
-from workflows.engine.types import BUDGET_LABEL
+from workflows.engine.types import BUDGET_LABEL, budget_from_labels
 from workflows.records import RunResult
 from workflows.settings import Settings
 from workflows.store import Store
@@ -171,9 +171,27 @@ def effective_budget(
         return budget
     if store is None:
         raise TypeError("the daily cap needs the store, to count what was spent today")
-    left = settings.daily_cap_usd - spent_today(store, repo)
-    if left <= 0:
-        raise BudgetExhausted(
-            f"the daily cap of ${settings.daily_cap_usd:.2f} for {repo} is spent; try tomorrow"
-        )
+    left = _left_today(settings.daily_cap_usd, store, repo)
     return left if budget is None else min(budget, left)
+
+
+def rerun_within_cap(
+    settings: Settings, store: Store, spec: ExperimentSpec, spent_usd: float
+) -> ExperimentSpec:
+    """The spec a rerun starts with: under a daily cap, its budget label becomes what the
+    experiment has spent (`spent_usd`, counted from the start by the rerun) plus what is left of
+    the repository's cap today, or its own budget if that is lower. Raises BudgetExhausted when
+    the cap is spent, as for a new experiment."""
+    if settings.daily_cap_usd is None:
+        return spec
+    allowed = spent_usd + _left_today(settings.daily_cap_usd, store, spec.repo)
+    own = budget_from_labels(spec.labels)
+    budget = allowed if own is None else min(own, allowed)
+    return spec.model_copy(update={"labels": {**spec.labels, **budget_label(budget)}})
+
+
+def _left_today(cap_usd: float, store: Store, repo: str) -> float:
+    left = cap_usd - spent_today(store, repo)
+    if left <= 0:
+        raise BudgetExhausted(f"the daily cap of ${cap_usd:.2f} for {repo} is spent; try tomorrow")
+    return left

@@ -14,7 +14,7 @@ import sys
 import click
 
 from bot import composition
-from bot.commands.engine import one_sentence_errors
+from bot.commands.engine import OVER_BUDGET, BudgetSpent, one_sentence_errors
 from bot.commands.plan_flags import ExperimentFlags, experiment_options
 from workflows.budget import (
     BudgetExhausted,
@@ -27,8 +27,6 @@ from workflows.catalog.models import ExperimentSpec
 from workflows.engine.types import budget_from_labels
 from workflows.settings import Settings
 from workflows.store import Store
-
-OVER_BUDGET = 4
 
 
 @click.command("estimate")
@@ -66,13 +64,6 @@ def estimate_command(
             click.echo(f"over the budget of ${budget_usd:.2f}")
     if over:
         sys.exit(OVER_BUDGET)
-
-
-class BudgetSpent(click.ClickException):
-    exit_code = OVER_BUDGET
-
-    def show(self, file: object = None) -> None:
-        click.echo(f"evalbot: error: {self.format_message()}", err=True)
 
 
 def budget_labels(

@@ -20,7 +20,7 @@ from bot import composition, demo
 from bot.commands.plan_flags import ExperimentFlags, experiment_options
 from bot.progress import ProgressDisplay
 from bot.render import render_markdown
-from workflows.budget import spent
+from workflows.budget import BudgetExhausted, rerun_within_cap, spent
 from workflows.catalog.errors import CatalogError, UnknownNameError
 from workflows.catalog.loaders import load_dataset
 from workflows.catalog.models import ArmSpec, ExperimentSpec
@@ -46,6 +46,15 @@ class UserError(click.ClickException):
 
 class RunError(UserError):
     exit_code = 1
+
+
+OVER_BUDGET = 4
+
+
+class BudgetSpent(UserError):
+    """The repository's daily cap is spent (exit 4)."""
+
+    exit_code = OVER_BUDGET
 
 
 @contextmanager
@@ -102,9 +111,12 @@ async def run_experiment(
 ) -> ExperimentReport:
     """Start the experiment (or, with only_failed, rerun its errored cells), show progress until
     it ends, and build its report."""
+    spent_usd = 0.0
+    if only_failed:  # the daily cap is checked before anything starts (BudgetExhausted)
+        spent_usd = spent(store.list_runs(spec.experiment_id))
+        spec = rerun_within_cap(settings, store, spec, spent_usd)
     async with composition.session(settings, store) as active:
         if only_failed:
-            spent_usd = spent(store.list_runs(spec.experiment_id))
             await engine_client.rerun_failed(active.client, settings, spec, spent_usd=spent_usd)
         else:
             await engine_client.start_experiment(
@@ -197,7 +209,12 @@ def rerun_command(settings: Settings, experiment_id: str, failed: bool, as_json:
         raise UserError("say what to rerun: --failed (the cells whose result is an error)")
     with one_sentence_errors():
         store, spec = _load(settings, experiment_id)
-        report = asyncio.run(run_experiment(settings, store, spec, quiet=as_json, only_failed=True))
+        try:
+            report = asyncio.run(
+                run_experiment(settings, store, spec, quiet=as_json, only_failed=True)
+            )
+        except BudgetExhausted as error:
+            raise BudgetSpent(str(error)) from None
     _print_report(report, as_json)
 
 

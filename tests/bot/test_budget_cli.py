@@ -1,6 +1,6 @@
-"""`evalbot run` and the daily cap: nothing starts once the repository's spend today reached it
-(exit 4, one sentence); `estimate --budget-usd` exits 4 over budget. No Temporal needed: both are
-decided before an experiment starts."""
+"""`evalbot run` (and `rerun`) and the daily cap: nothing starts once the repository's spend today
+reached it (exit 4, one sentence); `estimate --budget-usd` exits 4 over budget. No Temporal
+needed: all are decided before an experiment starts."""
 
 from __future__ import annotations
 
@@ -36,6 +36,9 @@ def test_run_refuses_when_the_daily_cap_is_spent(tmp_path: Path) -> None:
     refused = CliRunner().invoke(cli, ["run", *plan], env=env)
     assert refused.exit_code == 4
     assert "daily cap of $0.50" in refused.output
+    rerun = CliRunner().invoke(cli, ["rerun", "earlier", "--failed"], env=env)
+    assert rerun.exit_code == 4, rerun.output  # a rerun is held to the cap as well
+    assert "daily cap of $0.50" in rerun.output
 
     estimate = CliRunner().invoke(
         cli, ["estimate", *plan, "--budget-usd", "0.1", "--json"], env=env

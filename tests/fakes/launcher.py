@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.launcher import LaunchError
+from workflows.budget import BudgetExhausted
 from workflows.catalog.models import ExperimentSpec
 from workflows.engine.types import Progress
 
@@ -28,6 +29,7 @@ class FakeLauncher:
     start_calls: list[str] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    cap_spent: str = ""  # set: reruns raise BudgetExhausted with it (the daily cap is spent)
 
     async def start(self, spec: ExperimentSpec, reporter: dict[str, Any]) -> str:
         with self.lock:
@@ -51,6 +53,8 @@ class FakeLauncher:
                 raise LaunchError(f"there is no record of experiment {experiment_id}")
             if experiment.running:
                 raise LaunchError(f"experiment {experiment_id} is still running")
+            if self.cap_spent:
+                raise BudgetExhausted(self.cap_spent)
             experiment.reruns += 1
             experiment.running = True
         return experiment_id

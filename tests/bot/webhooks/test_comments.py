@@ -210,6 +210,12 @@ def test_cancel_status_and_rerun(
     rerun = sender.deliver("issue_comment", comment(github, "/eval rerun --failed tiny"))
     assert rerun.json()["action"] == "rerun"
     assert launcher.experiments[EXPERIMENT].reruns == 1
+    launcher.experiments[EXPERIMENT].running = False
+    launcher.cap_spent = "the daily cap of $1.00 for acme/agent is spent; try tomorrow"
+    refused = sender.deliver("issue_comment", comment(github, "/eval rerun --failed tiny"))
+    assert refused.json()["action"] == "refused"
+    assert "daily cap of $1.00" in bot_replies(github)[-1]
+    assert launcher.experiments[EXPERIMENT].reruns == 1
 
 
 def test_help_replies_with_the_usage(sender: Sender, github: FakeGitHub) -> None:
