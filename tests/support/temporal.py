@@ -51,14 +51,21 @@ async def replay_in_sandbox(
     """Replay these workflows' real histories in Temporal's checking sandbox (workers run without
     it, Settings.workflow_sandbox): a workflow that reads a clock, randomness, files or processes
     fails here, and so does one whose commands no longer match its history."""
-    replayer = Replayer(
-        workflows=[ExperimentWorkflow, RunWorkflow, RunBatchWorkflow, *workflows],
-        workflow_runner=workflow_runner(True),
-        data_converter=data_converter,
-    )
 
     async def histories() -> AsyncIterator[WorkflowHistory]:
         for workflow_id in workflow_ids:
             yield await client.get_workflow_handle(workflow_id).fetch_history()
 
-    return await replayer.replay_workflows(histories(), raise_on_replay_failure=False)
+    return await replay_histories(histories(), workflows)
+
+
+async def replay_histories(
+    histories: AsyncIterator[WorkflowHistory], workflows: Sequence[type] = ()
+) -> WorkflowReplayResults:
+    """Replay histories with today's workflow code in the checking sandbox (replay_in_sandbox)."""
+    replayer = Replayer(
+        workflows=[ExperimentWorkflow, RunWorkflow, RunBatchWorkflow, *workflows],
+        workflow_runner=workflow_runner(True),
+        data_converter=data_converter,
+    )
+    return await replayer.replay_workflows(histories, raise_on_replay_failure=False)
