@@ -37,7 +37,9 @@ class ExperimentInput:
     spec: ExperimentSpec
     queues: StageQueues
     max_parallel: int  # cells in flight for this experiment
-    run_batch: int = 1  # cells per RunBatchWorkflow in the local placement (workflows.run_groups)
+    # cells per RunBatchWorkflow in the local placement (workflows.run_groups); 1, the default,
+    # is a RunWorkflow per cell, as for experiments started before batches (test_replay_compat)
+    run_batch: int = 1
     reporter: dict[str, Any] | None = None
     only_failed: bool = False  # rerun: only cells whose stored result is an error
     spent_usd: float = 0.0  # rerun: what the stored runs already cost, counted toward the budget
