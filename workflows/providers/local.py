@@ -68,6 +68,7 @@ from workflows.providers.prewarm_pool import WarmPool
 from workflows.providers.prewarm_reset import ResetBuilder
 from workflows.providers.prewarm_snapshots import SnapshotIndex
 from workflows.providers.procs import start_time
+from workflows.providers.settle import settled
 from workflows.providers.slots import UidSlots
 
 log = logging.getLogger(__name__)
@@ -334,12 +335,13 @@ class LocalProvider(SandboxProvider):
         return LocalSandbox(self, sandbox_id, Layout(self.sandbox_dir / sandbox_id), meta)
 
     async def provision(self, sandbox: LocalSandbox, step: Awaitable[None]) -> None:
-        """Run a provisioning step; on failure the sandbox is torn down and the error told."""
+        """Run a provisioning step; on failure the sandbox is torn down and the error told. A
+        cancelled step still runs to its end first, so the teardown removes all it made."""
         try:
-            await step
+            await settled(step)
         except BaseException as error:
             with contextlib.suppress(SandboxError):
-                await asyncio.shield(sandbox.terminate())
+                await settled(sandbox.terminate())
             if isinstance(error, OSError):
                 raise SandboxCreateError(f"could not create a sandbox: {error}") from None
             raise

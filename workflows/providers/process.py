@@ -48,6 +48,7 @@ from workflows.providers.layout import (
     write_meta,
 )
 from workflows.providers.procs import is_alive, kill, start_time, wait_gone
+from workflows.providers.settle import settled
 from workflows.providers.spawner import RUNNER, RunnerSpawner
 
 MIB = 1 << 20
@@ -179,9 +180,9 @@ class ProcessProvider(SandboxProvider):
         meta = {"id": sandbox_id, "provider": self.name, "created_at": time.time()}
         meta |= spec_to_meta(spec) | {"runner": None}
         try:
-            await asyncio.to_thread(_build, layout, spec, meta)
+            await settled(asyncio.to_thread(_build, layout, spec, meta))
         except BaseException as error:
-            await asyncio.shield(asyncio.to_thread(shutil.rmtree, layout.root, True))
+            await settled(asyncio.to_thread(shutil.rmtree, layout.root, True))
             if isinstance(error, OSError):
                 raise SandboxCreateError(f"could not create a sandbox: {error}") from None
             raise

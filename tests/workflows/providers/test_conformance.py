@@ -410,3 +410,27 @@ async def test_build_failure_reports_the_log(kit: Kit) -> None:
 async def test_build_rejects_unknown_commits(kit: Kit, commit: str) -> None:
     with pytest.raises(SandboxCreateError):
         await kit.provider.build_image(kit.repo, commit, "true")
+
+
+async def test_a_create_cancelled_at_any_point_leaves_nothing_behind(kit: Kit) -> None:
+    """A provision cancelled mid-create (say, its experiment was cancelled by a new push) leaves
+    no sandbox, even when the cancel lands while a step runs in a thread that cannot be stopped."""
+    if kit.name not in ("local", "process"):
+        pytest.skip("Modal does not list sandboxes (test_modal.py covers its cancelled create)")
+    started = time.monotonic()
+    await (await kit.provider.create(kit.spec(run_id="exp/cancelled/arm/timing"))).terminate()
+    took = time.monotonic() - started
+    leftovers: dict[int, list[str]] = {}
+    for step in range(16):
+        run_id = f"exp/cancelled/arm/{step}"
+        creating = asyncio.ensure_future(kit.provider.create(kit.spec(run_id=run_id)))
+        await asyncio.sleep(took * step / 16)
+        creating.cancel()
+        try:
+            await (await creating).terminate()  # done before the cancel: an ordinary teardown
+        except asyncio.CancelledError:
+            pass
+        left = await kit.provider.sandboxes_of(run_id)
+        if left:
+            leftovers[step] = left
+    assert leftovers == {}
