@@ -1,6 +1,7 @@
 """Stand-in stage activities, registered under the engine's activity names, for testing run
 workflows' own logic on a real Temporal server without sandboxes: each stage records its call,
-and a cell can be told to fail a stage (non-retryably) or to hang in `execute` until cancelled."""
+and a cell can be told to fail a stage (non-retryably), to fail it once (retryably), or to hang in
+`execute` until cancelled."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from workflows.records import RunStatus, Usage
 @dataclass
 class StandInStages:
     fail: dict[tuple[str, str], str] = field(default_factory=dict)  # (stage, run id) → message
+    flaky: set[tuple[str, str]] = field(default_factory=set)  # (stage, run id): fails once
     hang: set[str] = field(default_factory=set)  # run ids whose execute never ends
     calls: list[tuple[str, str]] = field(default_factory=list)  # (stage, run id)
     recorded: dict[str, tuple[str, str]] = field(default_factory=dict)  # run id → status, error
@@ -43,6 +45,9 @@ class StandInStages:
         message = self.fail.get((stage, run_id))
         if message:
             raise ApplicationError(message, non_retryable=True)
+        if (stage, run_id) in self.flaky:
+            self.flaky.discard((stage, run_id))
+            raise ApplicationError(f"{stage} hiccup")  # retryable: the stage's policy retries it
 
     @activity.defn(name="provision")
     async def provision(self, run: RunInput) -> ProvisionResult:

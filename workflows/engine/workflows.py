@@ -76,26 +76,33 @@ class RunWorkflow:
 
     @workflow.run
     async def run(self, job: RunInput) -> RunSummary:
-        return await run_cell(job)
+        (summary,) = await run_cells([job])
+        return summary
 
 
 @workflow.defn(name="RunBatchWorkflow")
 class RunBatchWorkflow:
     """Several short cells in one workflow (the local placement, docs/engine.md): each runs
-    concurrently exactly as in RunWorkflow, with every stage retried on its own; a cell whose
-    run fails gets its own recorded error and the others go on."""
+    concurrently exactly as in RunWorkflow, with every stage retried on its own."""
 
     @workflow.run
     async def run(self, jobs: list[RunInput]) -> list[RunSummary]:
-        outcomes = await asyncio.gather(*(run_cell(job) for job in jobs), return_exceptions=True)
-        return [await _summary_of(job, out) for job, out in zip(jobs, outcomes, strict=True)]
+        return await run_cells(jobs)
+
+
+async def run_cells(jobs: list[RunInput]) -> list[RunSummary]:
+    """Each job through run_cell, side by side. A cell whose run fails beyond its stages (a
+    teardown that exhausts its retries) gets its own recorded error and the others go on; a
+    cancelled workflow records every unfinished cell as cancelled and ends cancelled."""
+    outcomes = await asyncio.gather(*(run_cell(job) for job in jobs), return_exceptions=True)
+    return [await _summary_of(job, out) for job, out in zip(jobs, outcomes, strict=True)]
 
 
 async def _summary_of(job: RunInput, outcome: RunSummary | BaseException) -> RunSummary:
     if isinstance(outcome, RunSummary):
         return outcome
     if isinstance(outcome, asyncio.CancelledError) or _is_cancel(outcome):
-        raise outcome  # recorded as cancelled by run_cell; the batch ends cancelled
+        raise outcome  # recorded as cancelled by run_cell
     return await _record_failed_run(job, _message(outcome))
 
 
@@ -189,8 +196,8 @@ async def _record(
 
 
 async def _record_failed_run(job: RunInput, message: str) -> RunSummary:
-    """A run whose workflow code failed (not a stage: those are recorded by run_cell) still
-    gets a result, never none."""
+    """A run that failed beyond its stages (those are recorded by run_cell) still gets a
+    result, never none: recorded by its run workflow, or by the parent if that workflow failed."""
     return await _record(job, None, RunStatus.SANDBOX_ERROR, f"run failed: {message}")
 
 
@@ -344,8 +351,7 @@ class ExperimentWorkflow:
             if self.cancel_requested:
                 self._set_all(cells, "cancelled")
             else:  # the run workflow itself failed: its cells still get a result, never none
-                for run in runs:
-                    await _record_failed_run(run, _message(error))
+                await asyncio.gather(*(_record_failed_run(r, _message(error)) for r in runs))
                 self._set_all(cells, "errored")
         except asyncio.CancelledError:
             self._set_all(cells, "cancelled" if self.cancel_requested else "errored")

@@ -8,7 +8,8 @@ import asyncio
 import contextlib
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from temporalio.client import Client, WorkflowFailureError
@@ -26,7 +27,7 @@ from workflows.engine.client import cancel_experiment, connect, get_progress, st
 from workflows.engine.planning import plan_experiment
 from workflows.engine.types import PreparedArm, RunInput, RunSummary
 from workflows.engine.worker import workflow_runner
-from workflows.engine.workflows import RunBatchWorkflow, batch_size, run_groups
+from workflows.engine.workflows import RunBatchWorkflow, RunWorkflow, batch_size, run_groups
 from workflows.records import RunStatus
 from workflows.settings import Settings
 
@@ -63,7 +64,7 @@ async def batch_worker(settings: Settings, stages: StandInStages) -> AsyncIterat
     runs = Worker(
         client,
         task_queue=settings.run_task_queue,
-        workflows=[RunBatchWorkflow],
+        workflows=[RunWorkflow, RunBatchWorkflow],
         activities=stages.activities(),
         workflow_runner=workflow_runner(False),
     )
@@ -89,16 +90,34 @@ async def run_batch(client: Client, settings: Settings, jobs: list[RunInput]) ->
     )
 
 
+async def run_alone(client: Client, settings: Settings, jobs: list[RunInput]) -> list[RunSummary]:
+    """Each job in a RunWorkflow of its own, side by side."""
+    runs = (
+        client.execute_workflow(
+            RunWorkflow.run,
+            job,
+            id=f"run-{uuid.uuid4().hex[:8]}",
+            task_queue=settings.run_task_queue,
+        )
+        for job in jobs
+    )
+    return list(await asyncio.gather(*runs))
+
+
+@pytest.mark.parametrize("run", [run_batch, run_alone], ids=["in-a-batch", "alone"])
 async def test_a_failing_cell_is_recorded_alone_and_the_others_score(
     engine_settings: Settings,
+    run: Callable[[Client, Settings, list[RunInput]], Awaitable[list[RunSummary]]],
 ) -> None:
+    """The same for a batch and for RunWorkflows: both record a run that failed beyond its
+    stages themselves (run_cells), not through the parent."""
     jobs = batch_of(engine_settings, 4)
     ok, failed_stage, failed_teardown, ok_too = (job.cell.run_id for job in jobs)
     stages = StandInStages(
         fail={("execute", failed_stage): "runner broke", ("teardown", failed_teardown): "stuck"}
     )
     async with batch_worker(engine_settings, stages) as client:
-        summaries = await run_batch(client, engine_settings, jobs)
+        summaries = await run(client, engine_settings, jobs)
 
     assert [s.run_id for s in summaries] == [job.cell.run_id for job in jobs]
     statuses = {s.run_id: s.status for s in summaries}
@@ -109,6 +128,24 @@ async def test_a_failing_cell_is_recorded_alone_and_the_others_score(
     assert ok not in stages.recorded and ok_too not in stages.recorded
     torn_down = sorted(run for stage, run in stages.calls if stage == "teardown")
     assert torn_down == sorted(job.cell.run_id for job in jobs)  # each once, failures included
+
+
+async def test_a_stage_that_fails_once_is_retried_alone_inside_a_batch(
+    engine_settings: Settings,
+) -> None:
+    """Per-stage retries survive batching: a collect that fails once is retried by its own
+    policy, only that stage of that cell runs again, and every cell scores."""
+    jobs = batch_of(engine_settings, 3)
+    hiccup = jobs[1].cell.run_id
+    stages = StandInStages(flaky={("collect", hiccup)})
+    async with batch_worker(engine_settings, stages) as client:
+        summaries = await run_batch(client, engine_settings, jobs)
+
+    assert [s.status for s in summaries] == ["scored"] * 3
+    runs = Counter(stages.calls)
+    assert runs[("collect", hiccup)] == 2
+    assert {n for (stage, run), n in runs.items() if (stage, run) != ("collect", hiccup)} == {1}
+    assert stages.recorded == {}
 
 
 async def test_a_cancelled_batch_records_and_tears_down_every_cell(
