@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from temporalio.client import Client, WorkflowFailureError
 
 from bot.identity import parse_experiment_id
-from workflows.budget import rerun_within_cap, spent
+from workflows.budget import rerun_terms
 from workflows.catalog.models import ExperimentSpec
 from workflows.engine import client as engine
 from workflows.engine.types import Progress
@@ -77,10 +77,8 @@ class TemporalLauncher:
                 raise LaunchError(f"experiment {experiment_id} is still running")
         except engine.ExperimentNotFound:
             pass  # known to the store but gone from Temporal (retention): start it afresh
-        runs = await asyncio.to_thread(self._store.list_runs, experiment_id)
-        spent_usd = spent(runs)  # the rerun's budget is what is left of the experiment's
-        spec = await asyncio.to_thread(
-            rerun_within_cap, self._settings, self._store, record.spec, spent_usd
+        spec, spent_usd = await asyncio.to_thread(
+            rerun_terms, self._settings, self._store, record.spec
         )  # BudgetExhausted when the repository's daily cap is spent
         return await engine.start_experiment(
             client, self._settings, spec, reporter=reporter, only_failed=True, spent_usd=spent_usd
@@ -94,14 +92,11 @@ class TemporalLauncher:
 
     async def find(self, prefix: str, *, running_only: bool = True) -> list[str]:
         query = (
-            f'WorkflowId STARTS_WITH "{_quoted(prefix)}" AND WorkflowType = "{EXPERIMENT_WORKFLOW}"'
+            f'WorkflowId STARTS_WITH "{engine.quoted(prefix)}" '
+            f'AND WorkflowType = "{EXPERIMENT_WORKFLOW}"'
         )
         if running_only:
             query += ' AND ExecutionStatus = "Running"'
         client = await self.client()
         found = {w.id async for w in client.list_workflows(query)}
         return sorted(i for i in found if parse_experiment_id(i) is not None)
-
-
-def _quoted(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')

@@ -175,19 +175,21 @@ def effective_budget(
     return left if budget is None else min(budget, left)
 
 
-def rerun_within_cap(
-    settings: Settings, store: Store, spec: ExperimentSpec, spent_usd: float
-) -> ExperimentSpec:
-    """The spec a rerun starts with: under a daily cap, its budget label becomes what the
-    experiment has spent (`spent_usd`, counted from the start by the rerun) plus what is left of
-    the repository's cap today, or its own budget if that is lower. Raises BudgetExhausted when
-    the cap is spent, as for a new experiment."""
+def rerun_terms(
+    settings: Settings, store: Store, spec: ExperimentSpec
+) -> tuple[ExperimentSpec, float]:
+    """What a rerun of `spec`'s failed cells starts with: the spec, and what its stored runs
+    cost (the rerun counts it toward the budget from the start). Under a daily cap, the spec's
+    budget label becomes that cost plus what is left of the repository's cap today, or its own
+    budget if that is lower. Raises BudgetExhausted when the cap is spent, as for a new
+    experiment."""
+    spent_usd = spent(store.list_runs(spec.experiment_id))
     if settings.daily_cap_usd is None:
-        return spec
+        return spec, spent_usd
     allowed = spent_usd + _left_today(settings.daily_cap_usd, store, spec.repo)
     own = budget_from_labels(spec.labels)
     budget = allowed if own is None else min(own, allowed)
-    return spec.model_copy(update={"labels": {**spec.labels, **budget_label(budget)}})
+    return spec.model_copy(update={"labels": {**spec.labels, **budget_label(budget)}}), spent_usd
 
 
 def _left_today(cap_usd: float, store: Store, repo: str) -> float:

@@ -20,7 +20,7 @@ from bot import composition, demo
 from bot.commands.plan_flags import ExperimentFlags, experiment_options
 from bot.progress import ProgressDisplay
 from bot.render import render_markdown
-from workflows.budget import BudgetExhausted, rerun_within_cap, spent
+from workflows.budget import BudgetExhausted, rerun_terms
 from workflows.catalog.errors import CatalogError, UnknownNameError
 from workflows.catalog.loaders import load_dataset
 from workflows.catalog.models import ArmSpec, ExperimentSpec
@@ -113,8 +113,7 @@ async def run_experiment(
     it ends, and build its report."""
     spent_usd = 0.0
     if only_failed:  # the daily cap is checked before anything starts (BudgetExhausted)
-        spent_usd = spent(store.list_runs(spec.experiment_id))
-        spec = rerun_within_cap(settings, store, spec, spent_usd)
+        spec, spent_usd = rerun_terms(settings, store, spec)
     async with composition.session(settings, store) as active:
         if only_failed:
             await engine_client.rerun_failed(active.client, settings, spec, spent_usd=spent_usd)

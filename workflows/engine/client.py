@@ -144,9 +144,9 @@ async def run_executions(client: Client, experiment_id: str) -> list[tuple[str, 
     """Every run workflow execution of an experiment (any status) as (workflow id, the run ids it
     ran): a RunWorkflow runs the cell its id names, a RunBatchWorkflow the cells its memo lists.
     A run id listed twice means a cell's workflow was started twice."""
-    prefix = experiment_id.replace("\\", "\\\\").replace('"', '\\"') + "/"
     query = (
-        f'WorkflowType IN ("RunWorkflow", "RunBatchWorkflow") AND WorkflowId STARTS_WITH "{prefix}"'
+        'WorkflowType IN ("RunWorkflow", "RunBatchWorkflow") '
+        f'AND WorkflowId STARTS_WITH "{quoted(experiment_id)}/"'
     )
     executions: list[tuple[str, list[str]]] = []
     async for execution in client.list_workflows(query):
@@ -155,3 +155,8 @@ async def run_executions(client: Client, experiment_id: str) -> list[tuple[str, 
         else:
             executions.append((execution.id, list((await execution.memo())[BATCH_RUNS_MEMO])))
     return executions
+
+
+def quoted(text: str) -> str:
+    """`text` inside a double-quoted string of a visibility query."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
