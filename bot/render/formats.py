@@ -13,7 +13,7 @@ VERDICT_LABELS = {
     Verdict.IMPROVED: "🟢 improved",
     Verdict.REGRESSED: "🔴 regressed",
     Verdict.NO_CHANGE: "⚪ no detectable change",
-    Verdict.NOT_ENOUGH: "⚠️ not enough cases",
+    Verdict.TOO_FEW: "⚠️ too few cases",
     Verdict.NOT_JUDGED: "➖ not judged",
 }
 

@@ -117,12 +117,12 @@ def test_fewer_than_two_cases_is_not_enough() -> None:
     one = paired_comparison({"a": [0.0, 1.0]}, {"a": [1.0]})
     assert (one.n, one.verdict, one.delta, one.p_value, one.mde) == (
         1,
-        Verdict.NOT_ENOUGH,
+        Verdict.TOO_FEW,
         0.5,
         None,
         None,
     )
-    assert paired_comparison({}, {}).verdict is Verdict.NOT_ENOUGH
+    assert paired_comparison({}, {}).verdict is Verdict.TOO_FEW
 
 
 def test_identical_differences_zero_is_no_change() -> None:
@@ -201,7 +201,7 @@ def test_holm_verdicts_can_turn_a_nominal_change_into_no_change() -> None:
     assert verdicts["accuracy"] == (pytest.approx(0.003), Verdict.IMPROVED)
     assert verdicts["citations"] == (pytest.approx(0.06), Verdict.NO_CHANGE)
     assert verdicts["privilege"][1] is Verdict.NO_CHANGE
-    assert verdicts["clarity"] == (None, Verdict.NOT_ENOUGH)
+    assert verdicts["clarity"] == (None, Verdict.TOO_FEW)
     strong = holm_verdicts({"a": comparison(-0.3, 0.001), "b": comparison(0.1, 0.02)})
     assert strong["a"][1] is Verdict.REGRESSED and strong["b"][1] is Verdict.IMPROVED
 

@@ -28,7 +28,8 @@ class Verdict(StrEnum):
     IMPROVED = "improved"
     REGRESSED = "regressed"
     NO_CHANGE = "no detectable change"
-    NOT_ENOUGH = "not enough cases"
+    TOO_FEW = "too few cases"
+    INCOMPLETE = "incomplete"
     NOT_JUDGED = "not judged"
 
     @property
@@ -114,11 +115,11 @@ def _compare(
 ) -> PairedComparison:
     n = len(b)
     if n == 0:
-        return PairedComparison(0, Verdict.NOT_ENOUGH, dropped=dropped)
+        return PairedComparison(0, Verdict.TOO_FEW, dropped=dropped)
     d = h - b
     delta = float(np.mean(d))
     base = PairedComparison(
-        n, Verdict.NOT_ENOUGH, float(np.mean(b)), float(np.mean(h)), delta, dropped=dropped
+        n, Verdict.TOO_FEW, float(np.mean(b)), float(np.mean(h)), delta, dropped=dropped
     )
     if n < 2:
         return base
@@ -160,7 +161,7 @@ def _degenerate(base: PairedComparison) -> PairedComparison:
 def verdict_for(delta: float | None, p_value: float | None, alpha: float = ALPHA) -> Verdict:
     """Improved/regressed when p < alpha (the 1 − alpha CI excludes 0), by the sign of Δ."""
     if delta is None or p_value is None:
-        return Verdict.NOT_ENOUGH
+        return Verdict.TOO_FEW
     if p_value >= alpha or delta == 0:
         return Verdict.NO_CHANGE
     return Verdict.IMPROVED if delta > 0 else Verdict.REGRESSED
