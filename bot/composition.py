@@ -73,6 +73,7 @@ async def session(
     """A Temporal session with this process's workers (embedded dev server when unconfigured)."""
     provider = create_provider(settings)
     if run_workers:
+        provider.check_host()  # HostUnsupported: one sentence, before the first cell
         provider.reap_orphans()  # what a worker killed mid-create left behind
     judge = build_judge(settings)
     try:

@@ -87,7 +87,7 @@ class TemporalLauncher:
     async def status(self, experiment_id: str) -> Progress | None:
         try:
             return await engine.get_progress(await self.client(), experiment_id)
-        except (engine.ExperimentNotFound, WorkflowFailureError):
+        except (engine.ExperimentNotFound, engine.ExperimentFailed, WorkflowFailureError):
             return None
 
     async def find(self, prefix: str, *, running_only: bool = True) -> list[str]:

@@ -3,7 +3,8 @@
 An experiment counts as a main evaluation when its trigger is "main" or it carries the label
 `eval=main` (what .github/workflows/main-eval.yml sets). The point describes its last arm — main's
 head at the time — with the case-clustered mean and 95% t interval of the overall score and of each
-criterion, and what the whole experiment cost.
+criterion over the counted runs (workflows/outcomes.py: the agent's failures count at the floor,
+infrastructure is excluded), and what the whole experiment cost.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats as scipy_stats
 
+from workflows.outcomes import counted
 from workflows.records import RunResult
 from workflows.store import Store
 from workflows.store.records import ExperimentRecord
@@ -69,13 +71,14 @@ def history_point(record: ExperimentRecord, runs: list[RunResult]) -> HistoryPoi
     overall: dict[str, list[float]] = defaultdict(list)
     criteria: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
-        if run.arm != arm.name:
+        result = counted(run) if run.arm == arm.name else None
+        if result is None:  # another arm, or excluded as infrastructure
             continue
-        if run.score is not None:
-            overall[run.case_id].append(run.score)
-        for criterion in run.criteria:
-            if criterion.score is not None:
-                criteria[criterion.name][run.case_id].append(criterion.score)
+        if result.score is not None:
+            overall[run.case_id].append(result.score)
+        for name, score in result.criteria.items():
+            if score is not None:
+                criteria[name][run.case_id].append(score)
     return HistoryPoint(
         experiment_id=record.spec.experiment_id,
         commit=arm.commit,

@@ -17,6 +17,7 @@ from enum import StrEnum
 
 from workflows.records import RunResult, RunStatus, weighted_score
 
+BUILD_FAILED = "build failed"  # how a failed build of the arm's commit begins its cells' error
 FAILURE_SCORE = 0.0  # what a failed run scores on a criterion whose rubric sets no floor
 INCOMPLETE_SHARE = 0.10  # an arm losing more than this share of its cells is incomplete
 UNBALANCED_SHARE = 0.05  # ... as is a comparison whose arms' lost shares differ by more
@@ -46,6 +47,16 @@ def outcome_of(status: RunStatus) -> Outcome:
     if status in AGENT_FAILURES:
         return Outcome.FAILED
     return Outcome.EXCLUDED
+
+
+def build_failed(commit: str, detail: str) -> str:
+    """The recorded error of a cell whose arm's commit did not build: the arm's own failure."""
+    detail = detail.removeprefix(f"building {commit[:12]} failed: ")  # the provider's words
+    return f"{BUILD_FAILED} at {commit[:12]}: {detail}"
+
+
+def is_build_failure(run: RunResult) -> bool:
+    return run.status is RunStatus.AGENT_ERROR and run.error.startswith(BUILD_FAILED)
 
 
 @dataclass(frozen=True)
@@ -91,7 +102,10 @@ class InfrastructureLoss:
 
     @property
     def incomplete(self) -> bool:
-        base, head = _share(self.base_lost, self.base_cells), _share(self.head_lost, self.head_cells)
+        base, head = (
+            _share(self.base_lost, self.base_cells),
+            _share(self.head_lost, self.head_cells),
+        )
         return max(base, head) > INCOMPLETE_SHARE or abs(base - head) > UNBALANCED_SHARE
 
 

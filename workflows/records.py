@@ -12,7 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class RunStatus(StrEnum):
-    """A run ends `scored` or with an explicit error class; errors are never scored as zero."""
+    """A run ends `scored` or with an explicit error class. How each class enters the numbers
+    (the agent's failures count at the criteria's floor, infrastructure is excluded) is decided
+    in one place: workflows/outcomes.py."""
 
     SCORED = "scored"
     AGENT_ERROR = "agent_error"  # the agent exited non-zero or crashed
@@ -23,10 +25,6 @@ class RunStatus(StrEnum):
     SANDBOX_ERROR = "sandbox_error"  # infrastructure: the sandbox could not start or died
     JUDGE_ERROR = "judge_error"  # infrastructure: a grader could not grade
     CANCELLED = "cancelled"
-
-    @property
-    def is_infra(self) -> bool:
-        return self in {RunStatus.SANDBOX_ERROR, RunStatus.JUDGE_ERROR, RunStatus.CANCELLED}
 
     @property
     def is_error(self) -> bool:

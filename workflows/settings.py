@@ -113,6 +113,9 @@ class Settings(BaseSettings):
     warm_pool_size: int = Field(
         0, ge=0, description="Sandboxes kept created and ready to claim (local provider); 0 = none."
     )
+    cgroup_root: Path = Field(
+        Path("/sys/fs/cgroup"), description="Where the cgroup controllers are mounted (local)."
+    )
     build_allow_domains: list[str] = Field(
         default_factory=list,
         description="Hosts builds may reach through the egress proxy (JSON list: the package "

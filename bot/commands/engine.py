@@ -28,13 +28,17 @@ from workflows.engine import client as engine_client
 from workflows.engine.devserver import DevServerError
 from workflows.engine.planning import PlanError, plan_experiment
 from workflows.engine.repos import RepoError
+from workflows.outcomes import AGENT_FAILURES
+from workflows.providers.base import HostUnsupported
+from workflows.records import RunResult
 from workflows.report import ExperimentReport, build_report
+from workflows.report.build import RERAN_AGENT_FAILURES
 from workflows.scoring.rubric_hash import rubric_hashes
 from workflows.settings import Settings
 from workflows.store import Store, StoreError
 
 USER_ERRORS = (UnknownNameError, CatalogError, PlanError, RepoError)
-RUNTIME_ERRORS = (StoreError, DevServerError, RuntimeError, OSError)
+RUNTIME_ERRORS = (StoreError, DevServerError, HostUnsupported, RuntimeError, OSError)
 
 
 class UserError(click.ClickException):
@@ -108,15 +112,24 @@ async def run_experiment(
     *,
     quiet: bool = False,
     only_failed: bool = False,
+    include_agent_failures: bool = False,
 ) -> ExperimentReport:
-    """Start the experiment (or, with only_failed, rerun its errored cells), show progress until
-    it ends, and build its report."""
+    """Start the experiment (or, with only_failed, rerun its cells lost to infrastructure, and
+    the agent's failures too when asked), show progress until it ends, and build its report."""
     spent_usd = 0.0
     if only_failed:  # the daily cap is checked before anything starts (BudgetExhausted)
         spec, spent_usd = rerun_terms(settings, store, spec)
+        if include_agent_failures:
+            spec = with_rerun_note(spec, store.list_runs(spec.experiment_id))
     async with composition.session(settings, store) as active:
         if only_failed:
-            await engine_client.rerun_failed(active.client, settings, spec, spent_usd=spent_usd)
+            await engine_client.rerun_failed(
+                active.client,
+                settings,
+                spec,
+                spent_usd=spent_usd,
+                include_agent_failures=include_agent_failures,
+            )
         else:
             await engine_client.start_experiment(
                 active.client, settings, spec, max_parallel=max_parallel
@@ -130,6 +143,15 @@ async def run_experiment(
                     break
                 await asyncio.sleep(0.5)
     return report_for(settings, store, spec)
+
+
+def with_rerun_note(spec: ExperimentSpec, runs: list[RunResult]) -> ExperimentSpec:
+    """The spec with the count of agent failures rerun on request added to its label, so that
+    every later report says their first results were replaced (workflows/report/build.py)."""
+    rerun = sum(r.status in AGENT_FAILURES for r in runs)
+    before = int(spec.labels.get(RERAN_AGENT_FAILURES, "0") or 0)
+    labels = {**spec.labels, RERAN_AGENT_FAILURES: str(before + rerun)}
+    return spec.model_copy(update={"labels": labels})
 
 
 def report_for(settings: Settings, store: Store, spec: ExperimentSpec) -> ExperimentReport:
@@ -199,18 +221,37 @@ def results_command(settings: Settings, experiment_id: str, as_json: bool) -> No
 
 @click.command("rerun")
 @click.argument("experiment_id")
-@click.option("--failed", is_flag=True, help="Rerun the cells whose result is an error.")
+@click.option("--failed", is_flag=True, help="Rerun the cells lost to infrastructure.")
+@click.option(
+    "--include-agent-failures",
+    is_flag=True,
+    help="Also rerun the agent's failures (crash, timeout, limits, no answer): they are results, "
+    "so the report says they were replaced.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
-def rerun_command(settings: Settings, experiment_id: str, failed: bool, as_json: bool) -> None:
-    """Run a finished experiment's errored cells again; their results are replaced."""
+def rerun_command(
+    settings: Settings,
+    experiment_id: str,
+    failed: bool,
+    include_agent_failures: bool,
+    as_json: bool,
+) -> None:
+    """Run a finished experiment's cells lost to infrastructure again; results are replaced."""
     if not failed:
-        raise UserError("say what to rerun: --failed (the cells whose result is an error)")
+        raise UserError("say what to rerun: --failed (the cells lost to infrastructure)")
     with one_sentence_errors():
         store, spec = _load(settings, experiment_id)
         try:
             report = asyncio.run(
-                run_experiment(settings, store, spec, quiet=as_json, only_failed=True)
+                run_experiment(
+                    settings,
+                    store,
+                    spec,
+                    quiet=as_json,
+                    only_failed=True,
+                    include_agent_failures=include_agent_failures,
+                )
             )
         except BudgetExhausted as error:
             raise BudgetSpent(str(error)) from None

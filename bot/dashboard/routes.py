@@ -103,8 +103,7 @@ def _regressed(spec: ExperimentSpec, runs: list[RunResult]) -> bool:
     if len(spec.arms) < 2:
         return False
     report = build_report(spec, runs)
-    rows = report.comparisons[0].rows if report.comparisons else []
-    return any(r.overall and r.verdict == Verdict.REGRESSED for r in rows)
+    return bool(report.comparisons) and report.comparisons[0].verdict is Verdict.REGRESSED
 
 
 def dashboard_router(settings: Settings, given_store: object) -> APIRouter:

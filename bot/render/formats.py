@@ -14,6 +14,7 @@ VERDICT_LABELS = {
     Verdict.REGRESSED: "🔴 regressed",
     Verdict.NO_CHANGE: "⚪ no detectable change",
     Verdict.TOO_FEW: "⚠️ too few cases",
+    Verdict.INCOMPLETE: "🟡 incomplete",
     Verdict.NOT_JUDGED: "➖ not judged",
 }
 
@@ -44,7 +45,18 @@ def verdict(row: ComparisonRow) -> str:
     label = VERDICT_LABELS[row.verdict]
     if row.verdict is Verdict.NO_CHANGE and row.mde is not None:
         label += f" (MDE ±{row.mde:.2f})"
+    if row.verdict is Verdict.TOO_FEW and row.cases_needed is not None:
+        label += f" (need ~{row.cases_needed})"
     return label
+
+
+def verdict_label(value: Verdict) -> str:
+    return VERDICT_LABELS[value]
+
+
+def row_value(row: ComparisonRow, value: float | None) -> str:
+    """A row's arm value: a share for the failure-rate row, a score otherwise."""
+    return percent(value) if row.failure_rate else score(value)
 
 
 def usd(value: float | None) -> str:
@@ -95,6 +107,8 @@ FILTERS: dict[str, Callable[..., str]] = {
     "interval": interval,
     "delta": delta,
     "verdict": verdict,
+    "verdict_label": verdict_label,
+    "row_value": row_value,
     "usd": usd,
     "tokens": tokens,
     "seconds": seconds,

@@ -30,9 +30,18 @@ def report_view(report: ExperimentReport) -> dict[str, Any]:
         "comparisons": [comparison_view(c) for c in report.comparisons],
         "changes": arm_changes(report),
         "infra_errors": sum(1 for e in report.errors if e.infra),
+        "agent_failures": sum(1 for e in report.errors if not e.infra),
+        "build_logs": {b.arm: _last_lines(b.log_tail) for b in report.build_failures},
         "pass_k": pass_k_table(report),
         "judge": any(s.judge.criteria_judged for s in report.summaries),
     }
+
+
+BUILD_LOG_LINES = 10
+
+
+def _last_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()][-BUILD_LOG_LINES:]
 
 
 def comparison_view(comparison: ArmComparison) -> dict[str, Any]:
@@ -41,9 +50,16 @@ def comparison_view(comparison: ArmComparison) -> dict[str, Any]:
         "comparison": comparison,
         "overall": comparison.rows[0],
         "criteria": criteria,
+        "table_rows": _table_rows(comparison),
         "changed": sum(1 for r in criteria if r.verdict.is_change),
         "aa": aa_view(comparison) if comparison.aa else None,
     }
+
+
+def _table_rows(comparison: ArmComparison) -> list[ComparisonRow]:
+    """overall, the failure rate (when any run was counted), then the criteria."""
+    extra = [comparison.failure_rate] if comparison.failure_rate is not None else []
+    return [comparison.rows[0], *extra, *comparison.rows[1:]]
 
 
 def aa_view(comparison: ArmComparison) -> dict[str, Any]:

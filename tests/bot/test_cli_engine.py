@@ -4,29 +4,17 @@ EVALBOT_TEMPORAL_ADDRESS the command starts the Temporal dev server itself."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support.agent_repo import TINY_CATALOG, AgentRepo, tiny_agent_repo
+from tests.support.cli import evalbot as run_cli
 
 
 def evalbot(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("EVALBOT_")} | {
-        "EVALBOT_DATA_DIR": str(data_dir),
-        "EVALBOT_CATALOG_ROOT": str(TINY_CATALOG),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return run_cli(data_dir, TINY_CATALOG, *args)
 
 
 @pytest.fixture

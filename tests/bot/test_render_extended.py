@@ -15,13 +15,13 @@ from workflows.report import ExperimentReport, build_report
 
 
 def regressing_report(rationale: str = "missing 'Clause 7'") -> ExperimentReport:
-    spec = make_spec(n_cases=6, trials=2)
+    spec = make_spec(n_cases=12, trials=2)
     runs = [
         with_criteria(
             scored_run(spec, i, arm, t, {}),
-            crit("cites", 0.0 if arm == "pr" and i < 4 else 1.0, rationale, rubric_hash="r1"),
+            crit("cites", 0.0 if arm == "pr" and i < 8 else 1.0, rationale, rubric_hash="r1"),
         )
-        for i in range(6)
+        for i in range(12)
         for arm in ("main", "pr")
         for t in range(2)
     ]
@@ -32,7 +32,7 @@ def test_moved_cases_show_the_reason_from_the_failing_arm() -> None:
     markdown = render_markdown(regressing_report())
     table = next(t for t in parse(markdown).tables if t[0][0] == "top moved cases")
     assert table[1] == ["🔻 case-00", "1.00", "0.00", "−1.00", "cites (pr): missing 'Clause 7'"]
-    assert len(table) == 1 + 4
+    assert len(table) == 1 + 5  # the top five of eight
 
 
 def test_hostile_rationales_stay_inert_in_markdown_and_html() -> None:
@@ -51,7 +51,7 @@ def test_details_blocks_one_per_row_with_bootstrap_and_flips() -> None:
     markdown = render_markdown(regressing_report())
     html = MarkdownIt("commonmark").enable("table").render(markdown)
     assert markdown.count("<details><summary>") == 2 + 1  # overall, cites, pass@k
-    assert "4 pass → fail (case-00, case-01, case-02, case-03)" in markdown
+    assert "8 pass → fail (case-00, case-01, case-02, case-03, case-04, case-05" in markdown
     assert "paired bootstrap [" in markdown
     assert "<details><summary>cites — 🔴 regressed" in html
 
@@ -64,10 +64,11 @@ def test_errors_by_class_show_the_command_to_retry_them() -> None:
     markdown = render_markdown(build_report(spec, runs))
     table = next(t for t in parse(markdown).tables if t[0][0] == "error class")
     assert table[1:] == [
-        ["judge_error (infra)", "1", "evalbot regrade exp-1"],
+        ["judge_error (infra)", "1", "no: excluded", "evalbot regrade exp-1"],
         [
             "sandbox_error (infra)",
             "1",
+            "no: excluded",
             "evalbot rerun exp-1 --failed or comment /eval rerun --failed",
         ],
     ]

@@ -162,8 +162,9 @@ def test_errors_by_class_carry_the_command_that_retries_them() -> None:
         (RunStatus.TIMEOUT, 2),
         (RunStatus.JUDGE_ERROR, 1),
     ]
-    assert classes[0].command == "evalbot rerun exp-1 --failed"
-    assert classes[0].comment == "/eval rerun --failed"
+    # timeouts are the agent's: counted, rerun only on purpose, and not from a PR comment
+    assert classes[0].command == "evalbot rerun exp-1 --failed --include-agent-failures"
+    assert classes[0].comment is None
     assert classes[1].command == "evalbot regrade exp-1" and classes[1].comment is None
     assert classes[1].infra and not classes[0].infra
 

@@ -39,6 +39,13 @@ class Criterion(BaseModel):
     weight: float = Field(1.0, gt=0)
     description: str = ""
     params: dict[str, Any] = Field(default_factory=dict)
+    floor: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="The score of this criterion when the agent fails the run (crash, timeout, "
+        "limits, no answer): 0 unless the dataset needs another (docs/statistics.md).",
+    )
 
 
 class Rubric(BaseModel):

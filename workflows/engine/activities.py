@@ -42,7 +42,9 @@ from workflows.engine.types import (
     ScoreInput,
     summarize,
 )
+from workflows.outcomes import AGENT_FAILURES, Outcome, build_failed, outcome_of
 from workflows.providers.base import (
+    HostUnsupported,
     ResourceLimits,
     Sandbox,
     SandboxError,
@@ -55,7 +57,7 @@ from workflows.providers.base import (
 from workflows.providers.modal_cost import sandbox_usage
 from workflows.records import CriterionScore, RunResult, RunStatus, weighted_score
 from workflows.redaction import Redactor
-from workflows.scoring import JudgeUnavailable, RubricError
+from workflows.scoring import JudgeUnavailable, RubricError, failed_criteria
 from workflows.secret_store import SecretStoreError
 from workflows.settings import Settings
 from workflows.store.errors import StoreError
@@ -63,6 +65,7 @@ from workflows.store.errors import StoreError
 STATE_FILE = "/out/.state.json"
 HOST_TIMEOUT_GRACE_S = 30
 RUNNER_LOST = "RunnerLost"
+HOST_UNSUPPORTED = "HostUnsupported"  # the provider cannot run on this host at all
 STORE_OUTAGE_S = 600  # how long `score` waits for the store to come back
 
 
@@ -144,7 +147,8 @@ class RunActivities:
         try:
             config = await asyncio.to_thread(agent_config_at, repo, job.commit)
         except (RepoError, CatalogError) as error:
-            return PreparedArm(image="", command="", timeout_s=0, limits={}, error=str(error))
+            message = build_failed(job.commit, str(error))
+            return PreparedArm(image="", command="", timeout_s=0, limits={}, error=message)
         async with heartbeating("prepare"):
             image = await self._image(repo, job.commit, config.build.setup)
         limits = ResourceLimits(
@@ -208,8 +212,12 @@ class RunActivities:
         async with lock:
             try:
                 return await self.provider.build_image(repo, commit, setup)
+            except HostUnsupported as error:  # the host's fault, not the commit's: stop early
+                raise ApplicationError(
+                    str(error), type=HOST_UNSUPPORTED, non_retryable=True
+                ) from None
             except SandboxError as error:
-                message = f"building {commit[:12]} failed: {error}"
+                message = build_failed(commit, str(error))
                 raise ApplicationError(message, type="BuildFailed", non_retryable=True) from None
 
     async def _terminate_leftovers(self, run_id: str) -> None:
@@ -333,9 +341,10 @@ class RunActivities:
             host_timeout=job.execute.host_timeout,
             has_answer=job.collect.has_answer,
         )
-        criteria: tuple[CriterionScore, ...] = ()
         if status is RunStatus.SCORED:
             criteria, status, reason = await self._grade(job)
+        else:
+            criteria = self._failed_criteria(job.run, status, reason)
         result = self._result(job.run, job.provision, status, reason).model_copy(
             update={
                 "criteria": criteria,
@@ -405,9 +414,28 @@ class RunActivities:
             provision_s=provision.provision_s if provision else None,
         )
 
+    def _failed_criteria(
+        self, run: RunInput, status: RunStatus, reason: str
+    ) -> tuple[CriterionScore, ...]:
+        """A failure the agent caused scores every criterion at its floor (workflows/outcomes.py);
+        an infrastructure failure scores nothing: it is excluded."""
+        if outcome_of(status) is not Outcome.FAILED:
+            return ()
+        try:
+            case = self.catalog.case(run.dataset, run.cell.case_id)
+        except CatalogError:  # the case is gone: the run still counts, at FAILURE_SCORE overall
+            return ()
+        return tuple(failed_criteria(case, f"{status.value}: {reason}"))
+
     @activity.defn(name="record_error")
     async def record_error(self, job: RecordErrorInput) -> RunSummary:
-        result = self._result(job.run, job.provision, RunStatus(job.status), job.error)
+        status = RunStatus(job.status)
+        result = self._result(job.run, job.provision, status, job.error)
+        criteria = self._failed_criteria(job.run, status, job.error)
+        if criteria:
+            result = result.model_copy(
+                update={"criteria": criteria, "score": weighted_score(criteria)}
+            )
         async with heartbeating("record_error"):
             await asyncio.to_thread(self.store.save_run, result)
         return summarize(result)
@@ -440,10 +468,20 @@ class ExperimentActivities:
             await asyncio.to_thread(self.store.set_experiment_status, experiment_id, status)
 
     @activity.defn(name="failed_cells")
-    async def failed_cells(self, experiment_id: str) -> list[str]:
+    async def failed_cells(
+        self, experiment_id: str, include_agent_failures: bool = False
+    ) -> list[str]:
+        """Cells a rerun runs again: infrastructure failures, and the agent's failures only when
+        asked (they are results, workflows/outcomes.py)."""
         async with heartbeating("failed_cells"):
             runs = await asyncio.to_thread(self.store.list_runs, experiment_id)
-        return [r.run_id for r in runs if r.status.is_error]
+        return [r.run_id for r in runs if rerunnable(r.status, include_agent_failures)]
+
+
+def rerunnable(status: RunStatus, include_agent_failures: bool) -> bool:
+    if outcome_of(status) is Outcome.EXCLUDED:
+        return True
+    return include_agent_failures and status in AGENT_FAILURES
 
 
 async def read_state(sandbox: Sandbox) -> dict[str, Any] | None:

@@ -7,9 +7,9 @@ import contextlib
 import time
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import FailureError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from workflows.catalog.models import ExperimentSpec
@@ -22,6 +22,10 @@ CONNECT_WAIT_S = 20.0
 
 class ExperimentNotFound(LookupError):
     pass
+
+
+class ExperimentFailed(RuntimeError):
+    """The experiment's workflow stopped on an error; the message is one sentence."""
 
 
 def stage_queues(settings: Settings) -> StageQueues:
@@ -64,6 +68,7 @@ async def start_experiment(
     reporter: dict[str, Any] | None = None,
     max_parallel: int | None = None,
     only_failed: bool = False,
+    rerun_agent_failures: bool = False,
     spent_usd: float = 0.0,
 ) -> str:
     """Start the ExperimentWorkflow with id = spec.experiment_id. Starting the same id again is a
@@ -77,6 +82,7 @@ async def start_experiment(
         run_batch=settings.run_batch_size,
         reporter=reporter,
         only_failed=only_failed,
+        rerun_agent_failures=rerun_agent_failures,
         spent_usd=spent_usd,
     )
     policy = (
@@ -119,11 +125,23 @@ async def cancel_experiment(client: Client, experiment_id: str) -> bool:
 
 
 async def get_progress(client: Client, experiment_id: str) -> Progress:
+    """Cells by state; ExperimentFailed (one sentence) when the experiment stopped on an error,
+    e.g. a host that cannot run the provider."""
     handle = _handle(client, experiment_id)
     if await is_running(client, experiment_id):
         progress: Progress = await handle.query("progress", result_type=Progress)
         return progress
-    return await handle.result()
+    try:
+        return await handle.result()
+    except WorkflowFailureError as error:
+        raise ExperimentFailed(f"experiment '{experiment_id}' stopped: {_cause(error)}") from None
+
+
+def _cause(error: BaseException) -> str:
+    """The innermost failure's message, without its type."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return error.message if isinstance(error, FailureError) else str(error)
 
 
 async def wait_for(client: Client, experiment_id: str) -> Progress:
@@ -131,13 +149,26 @@ async def wait_for(client: Client, experiment_id: str) -> Progress:
 
 
 async def rerun_failed(
-    client: Client, settings: Settings, spec: ExperimentSpec, *, spent_usd: float
+    client: Client,
+    settings: Settings,
+    spec: ExperimentSpec,
+    *,
+    spent_usd: float,
+    include_agent_failures: bool = False,
 ) -> str:
-    """Run the experiment's errored cells again (after it finished); their results are replaced.
-    `spent_usd` is what its stored runs cost: the rerun's budget is what is left of the label."""
+    """Run the experiment's cells lost to infrastructure again (after it finished), and with
+    `include_agent_failures` the agent's failures too; their results are replaced. `spent_usd`
+    is what its stored runs cost: the rerun's budget is what is left of the label."""
     if await is_running(client, spec.experiment_id):
         raise RuntimeError(f"experiment '{spec.experiment_id}' is still running")
-    return await start_experiment(client, settings, spec, only_failed=True, spent_usd=spent_usd)
+    return await start_experiment(
+        client,
+        settings,
+        spec,
+        only_failed=True,
+        rerun_agent_failures=include_agent_failures,
+        spent_usd=spent_usd,
+    )
 
 
 async def run_executions(client: Client, experiment_id: str) -> list[tuple[str, list[str]]]:

@@ -41,7 +41,8 @@ class ExperimentInput:
     # is a RunWorkflow per cell, as for experiments started before batches (test_replay_compat)
     run_batch: int = 1
     reporter: dict[str, Any] | None = None
-    only_failed: bool = False  # rerun: only cells whose stored result is an error
+    only_failed: bool = False  # rerun: only cells lost to infrastructure (workflows/outcomes.py)
+    rerun_agent_failures: bool = False  # rerun: the agent's failures too (an explicit choice)
     spent_usd: float = 0.0  # rerun: what the stored runs already cost, counted toward the budget
 
 

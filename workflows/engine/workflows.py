@@ -54,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.records import RunStatus
 
 RUNNER_LOST = "RunnerLost"
+HOST_UNSUPPORTED = "HostUnsupported"  # activities.HOST_UNSUPPORTED: the provider cannot run here
 SANDBOX_ATTEMPTS = 2  # a run whose sandbox died is re-provisioned once before it counts as failed
 STAGE_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
@@ -122,7 +123,8 @@ async def run_cell(job: RunInput) -> RunSummary:
                 raise
             if _error_type(error) == RUNNER_LOST and attempt + 1 < SANDBOX_ATTEMPTS:
                 continue
-            return await _record(job, provision, _status_for(error), _message(error))
+            message = _message(error) + (f" (after {attempt + 1} sandboxes)" if attempt else "")
+            return await _record(job, provision, _status_for(error), message)
         except asyncio.CancelledError:
             await _record(job, provision, RunStatus.CANCELLED, "cancelled")
             raise
@@ -254,7 +256,12 @@ class ExperimentWorkflow:
         self.states = {cell.run_id: "queued" for cell in cells}
         publisher = asyncio.ensure_future(self._publish_loop(job))
         await self._publish(job, "queued")
-        prepared = await self._prepare_arms(job, {cell.arm for cell in cells})
+        try:
+            prepared = await self._prepare_arms(job, {cell.arm for cell in cells})
+        except ApplicationError:  # the host cannot run the provider: no cell is anyone's fault
+            publisher.cancel()
+            await self._bookkeeping(job, "finish_experiment", job.spec.experiment_id, "failed")
+            raise
         await self._dispatch(job, cells, prepared)
         await asyncio.gather(*self.tasks.values(), return_exceptions=True)
         publisher.cancel()
@@ -271,7 +278,7 @@ class ExperimentWorkflow:
         failed = set(
             await workflow.execute_activity(
                 "failed_cells",
-                job.spec.experiment_id,
+                args=[job.spec.experiment_id, job.rerun_agent_failures],
                 result_type=list[str],
                 task_queue=job.queues.score,
                 start_to_close_timeout=timedelta(minutes=5),
@@ -300,6 +307,10 @@ class ExperimentWorkflow:
                 retry_policy=STAGE_RETRY,
             )
         except ActivityError as error:
+            if _error_type(error) == HOST_UNSUPPORTED:
+                raise ApplicationError(
+                    _message(error), type=HOST_UNSUPPORTED, non_retryable=True
+                ) from None
             return PreparedArm(image="", command="", timeout_s=0, limits={}, error=_message(error))
         return result
 
@@ -461,10 +472,11 @@ def _error_type(error: BaseException) -> str | None:
 
 
 def _message(error: BaseException) -> str:
-    """The innermost message: what went wrong, not the chain of wrappers."""
+    """The innermost message: what went wrong, not the chain of wrappers (nor its type)."""
     while error.__cause__ is not None:
         error = error.__cause__
-    return str(error)[:500]
+    text = error.message if isinstance(error, ApplicationError) else str(error)
+    return text[:500]
 
 
 def batch_size(requested: int, max_parallel: int) -> int:

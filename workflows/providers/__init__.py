@@ -32,6 +32,7 @@ def _local(settings: Settings) -> SandboxProvider:
         build_env=build_env,
         build_allow_domains=settings.build_allow_domains,
         warm_pool_size=settings.warm_pool_size,
+        cgroup_root=settings.cgroup_root,
     )
 
 

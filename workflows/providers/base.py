@@ -63,6 +63,11 @@ class ProviderRefused(SandboxError):
     """The provider refuses to run in this configuration (e.g. `process` not explicitly allowed)."""
 
 
+class HostUnsupported(ProviderRefused):
+    """The provider cannot run on this host at all (no bubblewrap, no usable cgroups, no token).
+    The message is one sentence naming the cause and the fix; nothing is the agent's fault."""
+
+
 class PrewarmInUse(SandboxError):
     """`discard_prewarmed` refused: a built image still in use starts from that prewarmed image."""
 
@@ -197,6 +202,11 @@ class SandboxProvider(abc.ABC):
     # True when the provider injects SandboxSpec.secret_groups itself (Modal Secrets); the engine
     # then passes group names, not values.
     injects_secret_groups: bool = False
+
+    def check_host(self) -> None:
+        """Raise HostUnsupported when this provider cannot run on this host at all; called
+        before an experiment's first cell and when a worker starts. The default checks nothing."""
+        return None
 
     def reap_orphans(self, grace_s: float = 60.0) -> list[int]:
         """Free what sandboxes cut off mid-create left behind (workers call this at start);

@@ -40,7 +40,11 @@ def cgroups_available(root: Path = CGROUP_ROOT) -> str | None:
     """None when every controller we need is mounted and writable; else what is missing."""
     missing = [name for name in CONTROLLERS if not os.access(root / name, os.W_OK)]
     if missing:
-        return f"cgroup v1 controllers not writable under {root}: {', '.join(missing)}"
+        return (
+            f"cgroup v1 controllers not writable under {root}: {', '.join(missing)}; the local "
+            "provider needs cgroup v1 (cgroup v2 is not supported yet, docs/sandbox.md): use a "
+            "cgroup v1 host or another provider (EVALBOT_PROVIDER=modal)"
+        )
     return None
 
 

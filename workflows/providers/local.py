@@ -24,8 +24,8 @@ from typing import Any
 from workflows.providers import egress, seccomp
 from workflows.providers.base import (
     ExecResult,
+    HostUnsupported,
     PrewarmedImage,
-    ProviderRefused,
     ResourceLimits,
     ResourceUsage,
     SandboxCreateError,
@@ -310,7 +310,7 @@ class LocalProvider(SandboxProvider):
             return
         problem = host_problem(self.cgroup_root)
         if problem:
-            raise ProviderRefused(f"the local sandbox provider cannot run here: {problem}")
+            raise HostUnsupported(f"the local sandbox provider cannot run here: {problem}")
         self._host_checked = True
 
     # -- create ---------------------------------------------------------------------------------
@@ -533,12 +533,23 @@ def disk_mb_for(spec: SandboxSpec) -> int:
     return disk_size_mb(content, spec.limits.disk_mb)
 
 
+HOST_TOOLS = {  # what the provider runs on the host, and the Debian package that has it
+    "bwrap": "bubblewrap",
+    "setpriv": "util-linux",
+    "prlimit": "util-linux",
+    "mkfs.ext4": "e2fsprogs",
+    "mount": "mount",
+    "git": "git",
+}
+
+
 def host_problem(cgroup_root: Path) -> str | None:
+    """What stops the provider on this host, with the fix, in one sentence; None if nothing."""
     if os.geteuid() != 0:
-        return "it must run as root (cgroups, loop disks, a uid per sandbox)"
-    for tool in ("bwrap", "setpriv", "prlimit", "mkfs.ext4", "mount", "git"):
+        return "it must run as root (cgroups, loop disks, a uid per sandbox); run evalbot as root"
+    for tool, package in HOST_TOOLS.items():
         if shutil.which(tool, path=f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin") is None:
-            return f"{tool} is not installed"
+            return f"{tool} is not installed; install it (Debian: apt-get install {package})"
     if not RUNNER.stat().st_mode & 0o004:
         return f"{RUNNER} must be readable by everyone (the sandbox users run it)"
     if not Path(SANDBOX_PYTHON).is_file():

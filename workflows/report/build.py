@@ -7,22 +7,34 @@ from collections.abc import Mapping
 
 from workflows.catalog.models import ExperimentSpec
 from workflows.engine.types import budget_from_labels
+from workflows.outcomes import (
+    BUILD_FAILED,
+    InfrastructureLoss,
+    Outcome,
+    is_build_failure,
+    outcome_of,
+)
 from workflows.records import RunResult
 from workflows.report.cases import moved_cases
 from workflows.report.checks import error_classes, is_aa, noise_summary, rubric_check
-from workflows.report.compare import comparison_rows
+from workflows.report.compare import comparison_rows, failure_rate_row
 from workflows.report.images import image_notes
 from workflows.report.models import (
     ArmComparison,
     ArmInfo,
     ArmSummary,
     BudgetNote,
+    BuildFailure,
     ExperimentReport,
+    LostCells,
     Progress,
     RunErrorItem,
 )
 from workflows.report.resources import arm_summary, count_errors, resource_changes
 from workflows.report.table import Table, cells_in_order, criteria_order, score_table
+from workflows.report.verdict import comparison_verdict
+
+RERAN_AGENT_FAILURES = "reran_agent_failures"  # spec label: cells rerun on request (CLI rerun)
 
 
 def build_report(
@@ -50,7 +62,7 @@ def build_report(
         arms=[_arm_info(spec, a.name) for a in spec.arms],
         criteria=criteria,
         comparisons=[
-            _compare_arms(spec, table, criteria, by_arm, baseline, a.name)
+            _compare_arms(spec, table, criteria, by_arm, baseline, a.name, ordered)
             for a in spec.arms
             if a.name != baseline
         ],
@@ -62,7 +74,38 @@ def build_report(
         rubric=rubric_check(ordered, current_rubric),
         images=image_notes(spec, ordered),
         budget=_budget(spec, ordered),
+        build_failures=_build_failures(spec, ordered),
+        reran_agent_failures=int(spec.labels.get(RERAN_AGENT_FAILURES, "0") or 0),
     )
+
+
+def _build_failures(spec: ExperimentSpec, runs: list[RunResult]) -> list[BuildFailure]:
+    """Arms whose commit did not build, with the last lines of the build's output."""
+    failures = []
+    for arm in spec.arms:
+        failed = [r for r in runs if r.arm == arm.name and is_build_failure(r)]
+        if failed:
+            detail = failed[0].error.removeprefix(BUILD_FAILED).partition(": ")[2]  # after "at SHA"
+            failures.append(BuildFailure(arm=arm.name, cells=len(failed), log_tail=detail))
+    return failures
+
+
+def infrastructure_loss(runs: list[RunResult], base: str, head: str) -> LostCells:
+    """Cells of each arm excluded as infrastructure, of the cells that finished."""
+    (base_lost, base_cells), (head_lost, head_cells) = _lost(runs, base), _lost(runs, head)
+    loss = InfrastructureLoss(base_lost, base_cells, head_lost, head_cells)
+    return LostCells(
+        base_lost=base_lost,
+        base_cells=base_cells,
+        head_lost=head_lost,
+        head_cells=head_cells,
+        incomplete=loss.incomplete,
+    )
+
+
+def _lost(runs: list[RunResult], arm: str) -> tuple[int, int]:
+    mine = [r for r in runs if r.arm == arm]
+    return sum(outcome_of(r.status) is Outcome.EXCLUDED for r in mine), len(mine)
 
 
 def _budget(spec: ExperimentSpec, runs: list[RunResult]) -> BudgetNote | None:
@@ -91,12 +134,21 @@ def _compare_arms(
     summaries: dict[str, ArmSummary],
     base: str,
     head: str,
+    runs: list[RunResult],
 ) -> ArmComparison:
     regressed, improved = moved_cases(table, criteria, base, head)
+    rows = comparison_rows(table, criteria, base, head)
+    failure_rate = failure_rate_row(table, base, head)
+    loss = infrastructure_loss(runs, base, head)
+    verdict, reason = comparison_verdict(rows[0], failure_rate, loss)
     return ArmComparison(
         base=base,
         head=head,
-        rows=comparison_rows(table, criteria, base, head),
+        verdict=verdict,
+        verdict_reason=reason,
+        rows=rows,
+        failure_rate=failure_rate,
+        infrastructure=loss,
         aa=is_aa(spec, base, head),
         resources=resource_changes(summaries[base], summaries[head]),
         regressed_cases=regressed,
@@ -112,7 +164,7 @@ def _error_item(run: RunResult) -> RunErrorItem:
         arm=run.arm,
         trial=run.trial,
         status=run.status,
-        infra=run.status.is_infra,
+        infra=outcome_of(run.status) is Outcome.EXCLUDED,
         error=run.error,
     )
 

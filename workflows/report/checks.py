@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Mapping
 
 from workflows.catalog.models import ExperimentSpec
+from workflows.outcomes import Outcome, outcome_of
 from workflows.records import RunResult, RunStatus
 from workflows.report.models import ErrorClass, NoiseSummary, RubricCheck, TrialsMde
 from workflows.report.table import OVERALL_KEY, Table
@@ -16,16 +17,17 @@ PROJECTED_TRIALS = (1, 3, 5, 10)
 
 
 def error_classes(experiment_id: str, runs: list[RunResult]) -> list[ErrorClass]:
-    """Errored runs by status, most frequent first. Judge errors are regraded (the outputs are
-    stored); every other class is re-run."""
+    """Errored runs by status, most frequent first (workflows/outcomes.py). Infrastructure is
+    retried: judge errors regraded (the outputs are stored), the rest rerun. The agent's failures
+    are results; rerunning them is an explicit choice, so only the CLI offers it."""
     counts = Counter(r.status for r in runs if r.status.is_error)
     return [
         ErrorClass(
             status=status,
             count=count,
-            infra=status.is_infra,
+            infra=outcome_of(status) is Outcome.EXCLUDED,
             command=_command(experiment_id, status),
-            comment=None if status is RunStatus.JUDGE_ERROR else "/eval rerun --failed",
+            comment=_comment(status),
         )
         for status, count in counts.most_common()
     ]
@@ -34,7 +36,15 @@ def error_classes(experiment_id: str, runs: list[RunResult]) -> list[ErrorClass]
 def _command(experiment_id: str, status: RunStatus) -> str:
     if status is RunStatus.JUDGE_ERROR:
         return f"evalbot regrade {experiment_id}"
+    if outcome_of(status) is Outcome.FAILED:
+        return f"evalbot rerun {experiment_id} --failed --include-agent-failures"
     return f"evalbot rerun {experiment_id} --failed"
+
+
+def _comment(status: RunStatus) -> str | None:
+    if status is RunStatus.JUDGE_ERROR or outcome_of(status) is Outcome.FAILED:
+        return None
+    return "/eval rerun --failed"
 
 
 def rubric_check(

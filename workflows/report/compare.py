@@ -1,11 +1,12 @@
-"""One arm against the baseline: a row per criterion (Holm-corrected) and one for overall."""
+"""One arm against the baseline: a row per criterion (Holm-corrected), one for overall, and one
+for the agent's failure rate (its own paired test; higher is worse)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from workflows.report.models import ComparisonRow
-from workflows.report.table import OVERALL, OVERALL_KEY, Table, judged
+from workflows.report.table import FAILURE_RATE, OVERALL, OVERALL_KEY, Table, judged
 from workflows.stats import (
     PairedComparison,
     Verdict,
@@ -39,6 +40,24 @@ def comparison_rows(table: Table, criteria: list[str], base: str, head: str) -> 
     return rows
 
 
+def failure_rate_row(table: Table, base: str, head: str) -> ComparisonRow | None:
+    """The share of counted runs the agent failed, per arm, paired by case: a rise is a
+    regression even when the scores are close. None while neither arm has a failed run."""
+    base_failures, head_failures = table.failures[base], table.failures[head]
+    if not any(any(values) for values in (*base_failures.values(), *head_failures.values())):
+        return None
+    result = paired_comparison(base_failures, head_failures, bootstrap=RESAMPLES)
+    row = _row(FAILURE_RATE, result, verdict=_worse_is_higher(result.verdict))
+    # flips and the pass threshold speak of scores, not of failure indicators
+    update = {"failure_rate": True, "binary": True, "pass_to_fail": [], "fail_to_pass": []}
+    return row.model_copy(update=update)
+
+
+def _worse_is_higher(verdict: Verdict) -> Verdict:
+    flipped = {Verdict.IMPROVED: Verdict.REGRESSED, Verdict.REGRESSED: Verdict.IMPROVED}
+    return flipped.get(verdict, verdict)
+
+
 def _row(
     name: str, result: PairedComparison, *, verdict: Verdict, p_adjusted: float | None = None
 ) -> ComparisonRow:
@@ -62,6 +81,8 @@ def _row(
         intervals_disagree=result.intervals_disagree,
         pass_to_fail=list(result.pass_to_fail),
         fail_to_pass=list(result.fail_to_pass),
+        method=result.method,
+        cases_needed=result.cases_needed,
     )
 
 

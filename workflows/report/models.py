@@ -49,6 +49,13 @@ class ComparisonRow(ReportModel):
     )
     head_disagreement: float | None = None
     binary: bool = False
+    failure_rate: bool = Field(
+        False, description="The agent-failure-rate row: higher is worse, so its verdict is flipped."
+    )
+    method: str = Field("", description="How p and the interval were computed (stats.paired).")
+    cases_needed: int | None = Field(
+        None, description="Paired cases at which the observed Δ would be detected (80% power)."
+    )
 
     @property
     def flips(self) -> int:
@@ -93,10 +100,30 @@ class NoiseSummary(ReportModel):
     mde_by_trials: list[TrialsMde] = Field(default_factory=list)
 
 
+class LostCells(ReportModel):
+    """Cells excluded as infrastructure failures (workflows/outcomes.py), per arm."""
+
+    base_lost: int = 0
+    base_cells: int = 0
+    head_lost: int = 0
+    head_cells: int = 0
+    incomplete: bool = Field(False, description="Too many lost, or lost unevenly: no verdict.")
+
+
 class ArmComparison(ReportModel):
     base: str
     head: str
+    verdict: Verdict = Field(
+        Verdict.NO_CHANGE, description="The comparison's verdict (workflows/report/verdict.py)."
+    )
+    verdict_reason: str = Field("", description="One sentence: why that verdict.")
     rows: list[ComparisonRow]  # overall first, then criteria in first-seen rubric order
+    failure_rate: ComparisonRow | None = Field(
+        None,
+        description="Share of counted runs the agent failed (crash, timeout, OOM, limit, "
+        "no answer), per arm, with its own paired test.",
+    )
+    infrastructure: LostCells = Field(default_factory=LostCells)
     aa: bool = Field(False, description="Same commit and config: an A/A (noise floor) run.")
     resources: list[ResourceChange] = Field(default_factory=list)
     regressed_cases: list[CaseMove] = Field(default_factory=list)
@@ -129,6 +156,9 @@ class ArmSummary(ReportModel):
     cells_done: int
     scored: int
     errored: int
+    failed: int = Field(0, description="The agent's failures: counted, at the criteria's floor.")
+    excluded: int = Field(0, description="Infrastructure failures: left out of every number.")
+    failure_rate: float | None = Field(None, description="failed / (scored + failed).")
     errors_by_status: dict[str, int] = Field(default_factory=dict)
     total_cost_usd: float = 0.0
     mean_cost_usd: float | None = None
@@ -150,12 +180,13 @@ class RunErrorItem(ReportModel):
     arm: str
     trial: int
     status: RunStatus
-    infra: bool
+    infra: bool = Field(description="Infrastructure: excluded from the numbers (else counted).")
     error: str
 
 
 class ErrorClass(ReportModel):
-    """Errored runs of one status, and the command that retries them."""
+    """Runs that ended with one error status: infrastructure (excluded, with the command that
+    retries them) or the agent's failures (counted; rerun only on purpose)."""
 
     status: RunStatus
     count: int
@@ -208,6 +239,14 @@ class BudgetNote(ReportModel):
     stopped: bool = Field(description="Cells were left unstarted because spent reached budget.")
 
 
+class BuildFailure(ReportModel):
+    """An arm whose own build (evalbot.toml `setup`) failed: every cell is the arm's failure."""
+
+    arm: str
+    cells: int
+    log_tail: str = Field("", description="The last lines of the build's output.")
+
+
 class ExperimentReport(ReportModel):
     experiment_id: str
     dataset: str
@@ -225,3 +264,9 @@ class ExperimentReport(ReportModel):
     rubric: RubricCheck = Field(default_factory=RubricCheck)
     images: list[ImageNote] = Field(default_factory=list, description="How arms were built.")
     budget: BudgetNote | None = None
+    build_failures: list[BuildFailure] = Field(
+        default_factory=list, description="Arms whose commit did not build: their cells failed."
+    )
+    reran_agent_failures: int = Field(
+        0, description="Agent failures rerun on request (--include-agent-failures) and replaced."
+    )

@@ -7,6 +7,7 @@ from collections import Counter
 import numpy as np
 
 from workflows.catalog.models import ExperimentSpec
+from workflows.outcomes import Outcome, outcome_of
 from workflows.records import RunResult
 from workflows.report.models import ArmSummary, JudgeUsage, PassKRow, ResourceChange, Unit
 from workflows.report.table import OVERALL_KEY, ArmScores
@@ -20,12 +21,17 @@ def arm_summary(
     costs = [r.usage.cost_usd for r in mine]
     tokens = [r.usage.input_tokens + r.usage.output_tokens for r in mine]
     errored = [r for r in mine if r.status.is_error]
+    outcomes = Counter(outcome_of(r.status) for r in mine)
+    counted = outcomes[Outcome.SCORED] + outcomes[Outcome.FAILED]
     return ArmSummary(
         arm=arm,
         cells_total=len(spec.case_ids) * spec.trials,
         cells_done=len(mine),
         scored=len(mine) - len(errored),
         errored=len(errored),
+        failed=outcomes[Outcome.FAILED],
+        excluded=outcomes[Outcome.EXCLUDED],
+        failure_rate=outcomes[Outcome.FAILED] / counted if counted else None,
         errors_by_status=count_errors(mine),
         total_cost_usd=float(sum(costs)),
         mean_cost_usd=_mean(costs),

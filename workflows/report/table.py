@@ -7,20 +7,25 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from workflows.catalog.models import ExperimentSpec
-from workflows.records import RunResult, RunStatus, weighted_score
+from workflows.outcomes import counted
+from workflows.records import RunResult
 
 OVERALL = "overall"  # the row name of the weighted run score
+FAILURE_RATE = "failure rate"  # the row of the agent's failure rate (report/compare.py)
 OVERALL_KEY = "(overall)"  # its key in the score table: not a valid criterion name, so no clash
 
-# criterion -> case -> judged scores of one arm's scored trials ([] = finished, none usable)
+# criterion -> case -> scores of one arm's counted trials ([] = finished, none usable)
 ArmScores = dict[str, dict[str, list[float | None]]]
 
 
 @dataclass
 class Table:
-    """arm -> criterion -> case -> scores; and (arm, case, criterion) -> (score, rationale)s."""
+    """arm -> criterion -> case -> scores of the counted runs (workflows/outcomes.py: scored
+    runs, and the agent's failures at the criteria's floor); arm -> case -> 1.0 per failed and
+    0.0 per scored trial; and (arm, case, criterion) -> (score, rationale)s."""
 
     scores: dict[str, ArmScores]
+    failures: dict[str, dict[str, list[float | None]]] = field(default_factory=dict)
     rationales: dict[tuple[str, str, str], list[tuple[float, str]]] = field(default_factory=dict)
 
     def lowest(self, arm: str, case: str, criterion: str) -> str:
@@ -54,15 +59,21 @@ def score_table(spec: ExperimentSpec, runs: list[RunResult], criteria: list[str]
     """Scores by arm, criterion and case. A case is present for an arm once any of its cells
     finished, so cases whose trials all errored show up as dropped, not as pending — but only
     under the criteria the case's rubric has (seen in any arm), never under the others."""
-    table = Table({a.name: {c: {} for c in [OVERALL_KEY, *criteria]} for a in spec.arms})
+    table = Table(
+        scores={a.name: {c: {} for c in [OVERALL_KEY, *criteria]} for a in spec.arms},
+        failures={a.name: {} for a in spec.arms},
+    )
     rubric = case_criteria(runs)
     for run in runs:
         by_criterion = table.scores[run.arm]
         for name in (OVERALL_KEY, *rubric.get(run.case_id, ())):
             by_criterion[name].setdefault(run.case_id, [])
-        if run.status is not RunStatus.SCORED:
+        failures = table.failures[run.arm].setdefault(run.case_id, [])
+        result = counted(run)
+        if result is None:  # infrastructure: excluded
             continue
-        by_criterion[OVERALL_KEY][run.case_id].append(run_score(run))
+        failures.append(1.0 if result.failed else 0.0)
+        by_criterion[OVERALL_KEY][run.case_id].append(result.score)
         for criterion in run.criteria:
             by_criterion[criterion.name][run.case_id].append(criterion.score)
             if criterion.score is not None:
@@ -79,10 +90,6 @@ def case_criteria(runs: list[RunResult]) -> dict[str, list[str]]:
         for criterion in run.criteria:
             names.setdefault(criterion.name, None)
     return {case: list(names) for case, names in found.items()}
-
-
-def run_score(run: RunResult) -> float | None:
-    return run.score if run.score is not None else weighted_score(run.criteria)
 
 
 def judged(table: Table, criterion: str, *arms: str) -> bool:

@@ -7,7 +7,7 @@ See docs/graders.md for what each grader checks and for the outputs layout.
 """
 
 from workflows.scoring.errors import OutputsLayoutError, RubricError
-from workflows.scoring.grade import grade_case, validate_rubric
+from workflows.scoring.grade import failed_criteria, grade_case, validate_rubric
 from workflows.scoring.graders.llm import NOT_JUDGED
 from workflows.scoring.judge import Judge, JudgeRequest, JudgeUnavailable, JudgeVerdict
 from workflows.scoring.layout import (
@@ -36,6 +36,7 @@ __all__ = [
     "RubricError",
     "RunOutputs",
     "WorldView",
+    "failed_criteria",
     "grade_case",
     "load_run_outputs",
     "validate_rubric",

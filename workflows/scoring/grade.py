@@ -50,6 +50,22 @@ def _grade_one(
     )
 
 
+def failed_criteria(case: Case, reason: str) -> list[CriterionScore]:
+    """A run the agent failed (docs/statistics.md, "Outcome policy"): every criterion at its
+    floor, with the failure as the rationale, so the failure enters every number."""
+    return [
+        CriterionScore(
+            name=criterion.name,
+            grader=criterion.grader.value,
+            weight=criterion.weight,
+            score=criterion.floor,
+            rationale=f"failed run: {reason}",
+            rubric_hash=criterion_hash(case, criterion),
+        )
+        for criterion in case.rubric.criteria
+    ]
+
+
 def parse_params(case: Case, criterion: Criterion) -> Params:
     """The criterion's params as its grader's model; RubricError naming what is wrong."""
     model: type[Params] = grader_for(criterion.grader).params

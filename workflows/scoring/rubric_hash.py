@@ -22,6 +22,8 @@ def criterion_hash(case: Case, criterion: Criterion) -> str:
         "weight": criterion.weight,
         "params": criterion.params,
     }
+    if criterion.floor:  # only when set, so criteria without one keep their hashes
+        definition["floor"] = criterion.floor
     if criterion.grader is GraderKind.LLM and criterion.params.get("reference"):
         definition["reference"] = case.reference
     canonical = json.dumps(definition, sort_keys=True, separators=(",", ":"), default=str)
