@@ -69,7 +69,7 @@ class GitHubReporter:
         try:
             client = self._github().for_repo(where.repo, where.installation_id)
             gateway = RepoGateway(client, where.repo)
-            text, report = self._render(spec, phase)
+            text, report = self._render(spec, phase, job.reason)
             self._upsert_comment(gateway, where, spec, text)
             if self._settings.github_check_runs:
                 self._upsert_check(gateway, spec, phase, text, report)
@@ -99,13 +99,17 @@ class GitHubReporter:
             raise ApplicationError(f"experiment {experiment_id} is not in the store yet")
         return record.spec
 
-    def _render(self, spec: ExperimentSpec, phase: rc.Phase) -> tuple[str, ExperimentReport | None]:
+    def _render(
+        self, spec: ExperimentSpec, phase: rc.Phase, reason: str = ""
+    ) -> tuple[str, ExperimentReport | None]:
         url = self._details_url(spec.experiment_id)
         if phase == "queued":
             return rc.queued_text(spec, url, self._estimate(spec)), None
         if phase == "final":
             report = build_report(spec, self._store.list_runs(spec.experiment_id))
             return render_markdown(report, details_url=url), report
+        if phase == "failed":
+            return rc.failed_text(spec, reason, url), None
         counts = self._counts(spec)
         if phase == "cancelled":
             return rc.cancelled_text(spec, counts, url), None

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bot.github.gateway import CheckRunUpdate
+from bot.render import escape_text
 from workflows.catalog.models import ExperimentSpec
 from workflows.report import ExperimentReport
+from workflows.stats import Verdict
 
-Phase = Literal["queued", "progress", "final", "cancelled"]
-PHASES: tuple[Phase, ...] = ("queued", "progress", "final", "cancelled")
+Phase = Literal["queued", "progress", "final", "cancelled", "failed"]
+PHASES: tuple[Phase, ...] = ("queued", "progress", "final", "cancelled", "failed")
 _SHOWN = re.compile(r"<!-- evalbot:experiment (?P<id>\S+) -->")
 
 
@@ -85,6 +87,15 @@ def cancelled_text(spec: ExperimentSpec, counts: Counts, details_url: str | None
     return _with_link(f"{header(spec)}\n\n{line}", details_url)
 
 
+def failed_text(spec: ExperimentSpec, reason: str, details_url: str | None) -> str:
+    """The experiment stopped before its first cell (the host cannot run the provider)."""
+    line = (
+        f"❌ **Could not run:** {escape_text(reason, 500)}. No cell ran, so nothing here is "
+        "the agent's doing; comment the same `/eval` again once it is fixed."
+    )
+    return _with_link(f"{header(spec)}\n\n{line}", details_url)
+
+
 def _with_link(text: str, details_url: str | None) -> str:
     return f"{text}\n\n[Details]({details_url})" if details_url else text
 
@@ -98,16 +109,21 @@ def check_for(
         return CheckRunUpdate("in_progress", f"{counts.done} of {counts.total} cells", summary)
     if phase == "cancelled":
         return CheckRunUpdate("completed", "Cancelled", summary, conclusion="cancelled")
+    if phase == "failed":  # the infrastructure's fault: a signal, never a merge blocker
+        return CheckRunUpdate("completed", "Could not run", summary, conclusion="neutral")
     title, conclusion = _final_title(report, counts)
     return CheckRunUpdate("completed", title, summary, conclusion=conclusion)
 
 
 def _final_title(report: ExperimentReport | None, counts: Counts) -> tuple[str, str]:
-    """success unless the overall score regressed (neutral: a signal, not a merge blocker)."""
+    """success unless the comparison regressed or is incomplete (neutral: a signal, not a merge
+    blocker); the title leads with the comparison's verdict (workflows/report/verdict.py)."""
     if report is None or not report.comparisons:
         return f"Finished: {counts.done} cells", "neutral"
-    overall = report.comparisons[0].rows[0]
+    comparison = report.comparisons[0]
+    overall = comparison.rows[0]
     delta = "n/a" if overall.delta is None else f"{overall.delta:+.3f}"
     errors = f", {counts.errors} errors" if counts.errors else ""
-    title = f"overall Δ {delta}: {overall.verdict.value}{errors}"
-    return title, "neutral" if overall.verdict.value == "regressed" else "success"
+    title = f"{comparison.verdict.value}: overall Δ {delta}{errors}"
+    worrying = comparison.verdict in {Verdict.REGRESSED, Verdict.INCOMPLETE}
+    return title, "neutral" if worrying else "success"

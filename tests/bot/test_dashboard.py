@@ -63,11 +63,11 @@ def populate(store: Store, outputs: Path) -> None:
     for n, (base_value, head_value, labels) in enumerate(
         [(0.2, 0.6, {}), (0.6, 0.1, {}), (0.1, 0.7, {"release": "v1.2"})]
     ):
-        main = make_spec(n_cases=8, trials=1).model_copy(
+        main = make_spec(n_cases=12, trials=1).model_copy(
             update={"experiment_id": f"main-{n}", "trigger": "main", "labels": labels}
         )
         store.save_experiment(main)
-        for i in range(8):
+        for i in range(12):
             jitter = 0.05 * (i % 3)
             store.save_run(scored_run(main, i, "main", 0, {"accuracy": base_value + jitter}))
             store.save_run(scored_run(main, i, "pr", 0, {"accuracy": head_value + jitter}))

@@ -152,7 +152,8 @@ class RunSummary:
 class PublishReportInput:
     experiment_id: str
     reporter: dict[str, Any]
-    phase: str  # queued | progress | final | cancelled
+    phase: str  # queued | progress | final | cancelled | failed
+    reason: str = ""  # failed: why the experiment could not run (one sentence)
 
 
 @dataclass

@@ -258,9 +258,10 @@ class ExperimentWorkflow:
         await self._publish(job, "queued")
         try:
             prepared = await self._prepare_arms(job, {cell.arm for cell in cells})
-        except ApplicationError:  # the host cannot run the provider: no cell is anyone's fault
+        except ApplicationError as error:  # the host cannot run the provider: nobody's cell
             publisher.cancel()
             await self._bookkeeping(job, "finish_experiment", job.spec.experiment_id, "failed")
+            await self._publish(job, "failed", error.message)
             raise
         await self._dispatch(job, cells, prepared)
         await asyncio.gather(*self.tasks.values(), return_exceptions=True)
@@ -406,12 +407,12 @@ class ExperimentWorkflow:
                 self.changed = False
                 await self._publish(job, "progress")
 
-    async def _publish(self, job: ExperimentInput, phase: str) -> None:
+    async def _publish(self, job: ExperimentInput, phase: str, reason: str = "") -> None:
         if job.reporter is None:
             return
         await workflow.execute_activity(
             "publish_report",
-            PublishReportInput(job.spec.experiment_id, job.reporter, phase),
+            PublishReportInput(job.spec.experiment_id, job.reporter, phase, reason),
             task_queue=job.queues.runs,
             start_to_close_timeout=timedelta(minutes=2),
             heartbeat_timeout=_heartbeat(job.queues),

@@ -58,8 +58,8 @@ def reporter(bot_settings: Settings, store: Store, github: FakeGitHub) -> Iterat
     yield GitHubReporter(bot_settings, store, clients)
 
 
-def publish(reporter: GitHubReporter, spec: ExperimentSpec, phase: str) -> None:
-    job = PublishReportInput(spec.experiment_id, REPORTER, phase)
+def publish(reporter: GitHubReporter, spec: ExperimentSpec, phase: str, reason: str = "") -> None:
+    job = PublishReportInput(spec.experiment_id, REPORTER, phase, reason)
     ActivityEnvironment().run(reporter.publish, job)
 
 
@@ -93,14 +93,29 @@ def test_phases_edit_one_comment_and_one_check_run(
     (final,) = bot_comments(github)
     assert final["id"] == queued["id"]
     body = str(final["body"])
-    assert "| criterion |" in body and "improved" in body
+    assert "| criterion |" in body
+    assert "**Verdict: ⚠️ too few cases** — too few cases — 5 paired" in body  # tiny has 5
     assert HEAD_SHA[:7] in body
     (check,) = github.check_runs_for(REPO)
     assert check["status"] == "completed" and check["conclusion"] == "success"
     assert check["name"] == "evalbot / tiny" and check["external_id"] == spec.experiment_id
-    assert "improved" in check["output"]["title"]
+    assert check["output"]["title"].startswith("too few cases: overall Δ +0.5")
     assert len(github.calls_to("POST", r"/issues/2/comments$")) == 1
     assert len(github.calls_to("POST", r"/check-runs$")) == 1
+
+
+def test_an_experiment_that_could_not_run_says_why_and_blames_no_one(
+    reporter: GitHubReporter, store: Store, github: FakeGitHub, bot_settings: Settings
+) -> None:
+    spec = plan(bot_settings)
+    store.save_experiment(spec)
+    publish(reporter, spec, "queued")
+    reason = "the local sandbox provider cannot run here: bwrap is not installed; install it"
+    publish(reporter, spec, "failed", reason)
+    (comment,) = bot_comments(github)
+    assert f"❌ **Could not run:** {reason}. No cell ran" in str(comment["body"])
+    (check,) = github.check_runs_for(REPO)
+    assert (check["conclusion"], check["output"]["title"]) == ("neutral", "Could not run")
 
 
 def test_publishing_the_same_phase_twice_changes_nothing(
