@@ -52,7 +52,7 @@ def test_matches_scipy_paired_t_test_on_case_means(effect: float, seed: int) -> 
     result = paired_comparison(base, head)
     reference = sps.ttest_rel(per_case_means(head), per_case_means(base))
     interval = reference.confidence_interval(0.95)
-    assert result.n == 12
+    assert (result.n, result.method) == (12, "t")
     assert result.p_value == pytest.approx(reference.pvalue, rel=1e-9)
     assert (result.ci_low, result.ci_high) == pytest.approx((interval.low, interval.high))
     assert result.delta == pytest.approx(np.mean(per_case_means(head) - per_case_means(base)))
@@ -115,35 +115,49 @@ def test_verdicts_for_large_positive_negative_and_zero_effects() -> None:
 
 def test_fewer_than_two_cases_is_not_enough() -> None:
     one = paired_comparison({"a": [0.0, 1.0]}, {"a": [1.0]})
-    assert (one.n, one.verdict, one.delta, one.p_value, one.mde) == (
+    assert (one.n, one.verdict, one.delta, one.p_value, one.mde, one.ci_low) == (
         1,
         Verdict.TOO_FEW,
         0.5,
         None,
         None,
+        None,
     )
+    assert (one.method, one.cases_needed) == ("", None)
     assert paired_comparison({}, {}).verdict is Verdict.TOO_FEW
 
 
-def test_identical_differences_zero_is_no_change() -> None:
-    same = {"a": [1.0], "b": [0.0], "c": [0.5]}
+def test_identical_differences_zero_is_no_change_with_a_non_degenerate_interval() -> None:
+    same: Scores = {f"c{i}": [0.25 * (i % 5)] for i in range(12)}
     result = paired_comparison(same, same)
-    assert result.verdict is Verdict.NO_CHANGE
-    assert (result.delta, result.ci_low, result.ci_high, result.p_value) == (0.0, 0.0, 0.0, 1.0)
+    q = 1 - 0.025 ** (1 / 12)  # the share of cases that could still move, at 97.5%
+    assert (result.method, result.verdict) == ("bound", Verdict.NO_CHANGE)
+    assert (result.delta, result.p_value, result.cases_needed) == (0.0, 1.0, None)
+    assert (result.ci_low, result.ci_high) == pytest.approx((-q, q))
 
 
 @pytest.mark.parametrize(
-    ("shift", "verdict"), [(0.25, Verdict.IMPROVED), (-0.25, Verdict.REGRESSED)]
+    ("shift", "verdict"), [(0.5, Verdict.IMPROVED), (-0.5, Verdict.REGRESSED), (0.25, None)]
 )
-def test_identical_nonzero_differences_give_a_degenerate_interval(
-    shift: float, verdict: Verdict
+def test_identical_nonzero_differences_use_the_distribution_free_bound(
+    shift: float, verdict: Verdict | None
 ) -> None:
-    base: Scores = {"a": [0.5], "b": [0.25], "c": [0.5, 0.5]}
+    """12 cases that all moved by the same amount: p = 2(1 + |δ|)^-12, never 0; the verdict
+    follows p (δ = 0.25 gives p = 0.137: no detectable change)."""
+    base: Scores = {f"c{i}": [0.25 + 0.05 * (i % 4), 0.25] for i in range(12)}
     head: Scores = {k: [v + shift for v in vs if v is not None] for k, vs in base.items()}
     result = paired_comparison(base, head)
-    assert result.verdict is verdict
-    assert result.ci_low == result.ci_high == pytest.approx(shift)
-    assert result.p_value == 0.0
+    p = 2 * (1 + abs(shift)) ** -12
+    assert result.method == "bound"
+    assert result.p_value == pytest.approx(p)
+    assert result.verdict is (verdict or Verdict.NO_CHANGE)
+    assert result.ci_low < shift < result.ci_high
+    assert (result.ci_low > 0 or result.ci_high < 0) == (p < 0.05)
+    few = paired_comparison(
+        {k: base[k] for k in list(base)[:3]}, {k: head[k] for k in list(head)[:3]}
+    )
+    assert few.verdict is Verdict.TOO_FEW
+    assert few.p_value == pytest.approx(min(1.0, 2 * (1 + abs(shift)) ** -3))
 
 
 def test_cases_without_a_score_in_either_arm_are_dropped_and_listed() -> None:
@@ -160,8 +174,8 @@ def test_cases_without_a_score_in_either_arm_are_dropped_and_listed() -> None:
     assert result.n == 3
     assert result.dropped == ("errored", "unjudged")
     assert result.pending == ("x",)
-    reference = sps.ttest_rel([1.0, 1.0, 0.0], [1.0, 0.0, 1.0])
-    assert result.p_value == pytest.approx(reference.pvalue)
+    assert (result.verdict, result.method) == (Verdict.TOO_FEW, "exact binary")
+    assert result.p_value == pytest.approx(sps.binomtest(1, 2).pvalue)  # one flip each way
 
 
 def test_not_judged_trials_are_ignored_in_case_means() -> None:
@@ -204,6 +218,20 @@ def test_holm_verdicts_can_turn_a_nominal_change_into_no_change() -> None:
     assert verdicts["clarity"] == (None, Verdict.TOO_FEW)
     strong = holm_verdicts({"a": comparison(-0.3, 0.001), "b": comparison(0.1, 0.02)})
     assert strong["a"][1] is Verdict.REGRESSED and strong["b"][1] is Verdict.IMPROVED
+
+
+@pytest.mark.parametrize("kept", [Verdict.TOO_FEW, Verdict.INCOMPLETE, Verdict.NOT_JUDGED])
+def test_holm_verdicts_keep_untested_rows_and_leave_them_out_of_the_family(kept: Verdict) -> None:
+    """A row that cannot be flagged keeps its verdict (not "no detectable change", not
+    "improved" for its small p) and does not count in the family: the other row's p stays 0.04."""
+    verdicts = holm_verdicts(
+        {
+            "few": PairedComparison(4, kept, delta=0.5, p_value=0.001),
+            "enough": comparison(0.1, 0.04),
+        }
+    )
+    assert verdicts["few"] == (None, kept)
+    assert verdicts["enough"] == (pytest.approx(0.04), Verdict.IMPROVED)
 
 
 def brute_force(n: int, c: int, k: int) -> tuple[float, float]:
