@@ -1,4 +1,5 @@
-"""The composition root: builds the store, provider, grader and extra activities from Settings.
+"""The composition root: builds the store, provider, grader and extra activities from Settings,
+and the process's Temporal runtime.
 
 Everything else receives these objects; nothing else reads the environment.
 """
@@ -7,10 +8,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from pydantic import SecretStr
+from temporalio.runtime import (
+    LogForwardingConfig,
+    LoggingConfig,
+    Runtime,
+    TelemetryConfig,
+    TelemetryFilter,
+)
 
 from workflows.engine.embedded import Session, engine_session
 from workflows.engine.grading import CaseGrader
@@ -20,6 +29,8 @@ from workflows.scoring.llm_judge import JudgeConfig, LlmJudge
 from workflows.secret_store import LocalSecretStore, resolve_run_secrets
 from workflows.settings import Settings
 from workflows.store import Store
+
+CORE_LOGGER = "temporalio.core"
 
 
 def open_store(settings: Settings) -> Store:
@@ -66,6 +77,20 @@ def _judge_key(settings: Settings) -> SecretStr | None:
     return SecretStr(value) if value else None
 
 
+@functools.cache
+def temporal_runtime() -> Runtime:
+    """The process's Temporal runtime (one: each runtime has its own threads). The Rust core's
+    log lines (warnings, e.g. TMPRL1104 "workflow task duration exceeded") are forwarded to the
+    Python logger `temporalio.core`, so they go where logging sends them: stderr, unless the
+    process configures otherwise. The SDK's default runtime prints them, in colour, on stdout,
+    in the middle of `--json` output."""
+    forwarding = LogForwardingConfig(logger=logging.getLogger(CORE_LOGGER))
+    core_logs = LoggingConfig(
+        filter=TelemetryFilter(core_level="WARN", other_level="ERROR"), forwarding=forwarding
+    )
+    return Runtime(telemetry=TelemetryConfig(logging=core_logs))
+
+
 @contextlib.asynccontextmanager
 async def session(
     settings: Settings, store: Store, *, run_workers: bool = True, roles: Sequence[str] = ROLES
@@ -86,6 +111,7 @@ async def session(
             roles=roles,
             extra_activities=extra_activities(settings, store),
             secrets=functools.partial(resolve_run_secrets, settings),
+            runtime=temporal_runtime(),
         ) as active:
             yield active
     finally:

@@ -10,6 +10,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import FailureError, WorkflowAlreadyStartedError
+from temporalio.runtime import Runtime
 from temporalio.service import RPCError
 
 from workflows.catalog.models import ExperimentSpec
@@ -39,10 +40,16 @@ def stage_queues(settings: Settings) -> StageQueues:
 
 
 async def connect(
-    settings: Settings, address: str | None = None, *, wait_s: float = CONNECT_WAIT_S
+    settings: Settings,
+    address: str | None = None,
+    *,
+    wait_s: float = CONNECT_WAIT_S,
+    runtime: Runtime | None = None,
 ) -> Client:
     """Connect, waiting up to `wait_s` for a server that is still starting (a dev server opens
-    its port before its frontend is healthy)."""
+    its port before its frontend is healthy). Workers built on the client share its `runtime`
+    (the SDK's default when None, which prints the core's logs on stdout; the composition root
+    passes one that forwards them to Python logging)."""
     target = address or settings.temporal_address
     if not target:
         raise ValueError("no Temporal address: set EVALBOT_TEMPORAL_ADDRESS or run embedded")
@@ -53,6 +60,7 @@ async def connect(
                 target,
                 namespace=settings.temporal_namespace,
                 data_converter=data_converter,
+                runtime=runtime,
             )
         except RuntimeError:
             if time.monotonic() >= deadline:

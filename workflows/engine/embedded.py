@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 
 from workflows.engine.activities import Grader, RunStore
@@ -49,14 +50,16 @@ async def engine_session(
     roles: Sequence[str] = ROLES,
     extra_activities: Sequence[Callable[..., Any]] = (),
     secrets: Any = None,
+    runtime: Runtime | None = None,
 ) -> AsyncIterator[Session]:
-    """A connected client, plus the dev server and in-process workers when embedded."""
+    """A connected client, plus the dev server and in-process workers when embedded. The client
+    and the workers run on `runtime` (the SDK's default when None)."""
     server = None if settings.temporal_address else embedded_server(settings.data_dir)
     if server is not None:
         await asyncio.to_thread(server.start)
     try:
         address = server.address if server else str(settings.temporal_address)
-        client = await connect(settings, address)
+        client = await connect(settings, address, runtime=runtime)
         session = Session(client=client, address=address, embedded=server is not None)
         if not (run_workers or server):
             yield session
