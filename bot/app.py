@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from bot import composition
 from bot.dashboard import dashboard_router
 from bot.github.auth import GitHubConfigError
 from bot.github.client import GitHubClients
@@ -54,7 +55,9 @@ def app_from_environment() -> FastAPI:
     is migrated by the parent before the processes start."""
     settings = Settings()
     store = Store.from_settings(settings)
-    return create_app(settings, TemporalLauncher(settings, store), store)
+    return create_app(
+        settings, TemporalLauncher(settings, store, runtime=composition.temporal_runtime()), store
+    )
 
 
 def webhook_secret(settings: Settings) -> bytes:

@@ -77,6 +77,29 @@ def _judge_key(settings: Settings) -> SecretStr | None:
     return SecretStr(value) if value else None
 
 
+LOCAL_STAGE_WORKFLOWS = frozenset({"RunWorkflow", "RunBatchWorkflow"})
+TASK_DURATION_WARNING = "TMPRL1104"
+
+
+class ExpectedLongTasks(logging.Filter):
+    """Demotes the core's TMPRL1104 ("workflow task duration exceeded 5 seconds") to DEBUG for
+    the run workflows: their stages run as local activities, and a workflow task stays open for
+    as long as its local activities run — a cell's whole run (docs/engine.md, "Long workflow
+    tasks"). For every other workflow (ExperimentWorkflow) a long task is a stall: it stays a
+    warning."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        log = getattr(record, "temporal_log", None)
+        expected = (
+            log is not None
+            and TASK_DURATION_WARNING in log.message
+            and log.fields.get("workflow_type") in LOCAL_STAGE_WORKFLOWS
+        )
+        if expected:
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
 @functools.cache
 def temporal_runtime() -> Runtime:
     """The process's Temporal runtime (one: each runtime has its own threads). The Rust core's
@@ -84,7 +107,9 @@ def temporal_runtime() -> Runtime:
     Python logger `temporalio.core`, so they go where logging sends them: stderr, unless the
     process configures otherwise. The SDK's default runtime prints them, in colour, on stdout,
     in the middle of `--json` output."""
-    forwarding = LogForwardingConfig(logger=logging.getLogger(CORE_LOGGER))
+    core_logger = logging.getLogger(CORE_LOGGER)
+    core_logger.addFilter(ExpectedLongTasks())
+    forwarding = LogForwardingConfig(logger=core_logger)
     core_logs = LoggingConfig(
         filter=TelemetryFilter(core_level="WARN", other_level="ERROR"), forwarding=forwarding
     )

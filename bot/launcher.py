@@ -10,6 +10,7 @@ import asyncio
 from typing import Any, Protocol
 
 from temporalio.client import Client, WorkflowFailureError
+from temporalio.runtime import Runtime
 
 from bot.identity import parse_experiment_id
 from workflows.budget import rerun_terms
@@ -46,17 +47,25 @@ class Launcher(Protocol):
 class TemporalLauncher:
     """`Launcher` on a Temporal cluster, through the engine's client functions."""
 
-    def __init__(self, settings: Settings, store: Store, client: Client | None = None) -> None:
-        """`client` unset: connect to EVALBOT_TEMPORAL_ADDRESS on first use."""
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        client: Client | None = None,
+        runtime: Runtime | None = None,
+    ) -> None:
+        """`client` unset: connect to EVALBOT_TEMPORAL_ADDRESS on first use (with `runtime`, the
+        composition root's, so the core's logs go through logging)."""
         self._settings = settings
         self._store = store
         self._client = client
+        self._runtime = runtime
         self._lock = asyncio.Lock()
 
     async def client(self) -> Client:
         async with self._lock:
             if self._client is None:
-                self._client = await engine.connect(self._settings)
+                self._client = await engine.connect(self._settings, runtime=self._runtime)
             return self._client
 
     async def start(self, spec: ExperimentSpec, reporter: dict[str, Any]) -> str:

@@ -87,7 +87,14 @@ async def _serve(
     settings: Settings, store: Store, clients: GitHubClients, host: str, port: int, workers: bool
 ) -> None:
     if settings.temporal_address and not workers:  # the web process alone: no sandboxes here
-        await _serve_app(settings, store, clients, host, port, TemporalLauncher(settings, store))
+        await _serve_app(
+            settings,
+            store,
+            clients,
+            host,
+            port,
+            TemporalLauncher(settings, store, runtime=composition.temporal_runtime()),
+        )
         return
     async with composition.session(settings, store, run_workers=workers) as active:
         launcher = TemporalLauncher(settings, store, active.client)
@@ -155,7 +162,12 @@ async def _handle_one(
             return [{"action": "ignored", "detail": "; ".join(skipped)}]
         if event.delivery_id and not store.record_delivery(event.delivery_id, event.name):
             return [{"action": "duplicate", "delivery": event.delivery_id}]
-        service = build_service(settings, TemporalLauncher(settings, store), clients, store)
+        service = build_service(
+            settings,
+            TemporalLauncher(settings, store, runtime=composition.temporal_runtime()),
+            clients,
+            store,
+        )
         return [asdict(o) for o in await Router.run(handlers, event, service)]
     except PayloadError as error:
         raise BotError(str(error)) from None
