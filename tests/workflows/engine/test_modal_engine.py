@@ -119,21 +119,22 @@ async def test_the_tiny_experiment_runs_unchanged_on_modal(
 
 # -- the demo ------------------------------------------------------------------------------------
 
-# What `evalbot demo` must show (seed 0, 3 trials, all 30 cases of `bar`), on any provider: the PR
+# What `evalbot demo` must show (seed 0, 3 trials, all 32 cases of `bar`), on any provider: the PR
 # completes the lists the main branch leaves short and leaks privileged documents into summaries
-# (tests/examples/test_pr_overlay.py), nothing else changes detectably, and the LLM-judged criterion
-# is not judged (no judge configured). Verdict, then the arms' means as the report rounds them.
+# (tests/examples/test_pr_overlay.py), nothing else changes detectably, the criteria on fewer than
+# 10 cases say so, and the LLM-judged criterion is not judged (no judge configured). Verdict, then
+# the arms' means as the report rounds them.
 DEMO_EXPECTED = {
-    "overall": ("no detectable change", 0.85, 0.91),
-    "accuracy": ("no detectable change", 1.00, 0.96),
-    "completeness": ("improved", 0.22, 1.00),
-    "citations": ("no detectable change", 0.85, 0.89),
+    "overall": ("no detectable change", 0.85, 0.90),
+    "accuracy": ("no detectable change", 1.00, 0.97),
+    "completeness": ("improved", 0.20, 0.90),
+    "citations": ("no detectable change", 0.86, 0.90),
     "quality": ("not judged", None, None),
-    "world_change": ("no detectable change", 1.00, 1.00),
-    "format": ("no detectable change", 1.00, 1.00),
-    "privilege": ("regressed", 1.00, 0.14),
+    "world_change": ("too few cases", 1.00, 1.00),
+    "format": ("too few cases", 1.00, 1.00),
+    "privilege": ("regressed", 1.00, 0.33),
 }
-DEMO_CELLS = 30 * 2 * 3
+DEMO_CELLS = 32 * 2 * 3
 
 
 def _rounded(value: float | None) -> float | None:
