@@ -172,3 +172,27 @@ def test_a_head_commit_that_does_not_build_counts_and_the_comment_says_why(
     table = evalbot(data, catalog, "results", report["experiment_id"])
     assert "**head: build failed**" in table.stdout
     assert "> error: no module named foo" in table.stdout
+
+
+def test_rerun_failed_leaves_the_agents_failures_unless_asked_and_then_says_so(
+    tmp_path: Path, catalog: Path
+) -> None:
+    repo = crashy_agent_repo(tmp_path / "agent", failure="crash")
+    data = tmp_path / "state"
+    first = json.loads(evalbot(data, catalog, *run_args(repo.path, repo.base, repo.head)).stdout)
+    experiment = first["experiment_id"]
+    store = Store.from_settings(Settings(data_dir=data))
+    before = {r.run_id: r for r in store.list_runs(experiment)}
+
+    plain = evalbot(data, catalog, "rerun", experiment, "--failed", "--json")
+    assert plain.returncode == 0, plain.stderr
+    assert {r.run_id: r for r in store.list_runs(experiment)} == before  # nothing was infra
+    assert json.loads(plain.stdout)["reran_agent_failures"] == 0
+
+    asked = evalbot(data, catalog, "rerun", experiment, "--failed", "--include-agent-failures")
+    assert asked.returncode == 0, asked.stderr
+    after = {r.run_id: r for r in store.list_runs(experiment)}
+    replaced = {i for i in after if after[i] != before[i]}
+    crashed = {i for i, r in before.items() if r.status == "agent_error"}
+    assert replaced and replaced <= crashed  # the same crashes again, stored anew
+    assert "**Agent failures rerun on request:** 12 cells" in asked.stdout
