@@ -1,4 +1,4 @@
-"""Catalog: the vocabulary of DESIGN.md section 2 as pydantic models, and their loaders."""
+"""Catalog: the vocabulary of docs/architecture.md as pydantic models, and their loaders."""
 
 from workflows.catalog.errors import CatalogError
 from workflows.catalog.models import (

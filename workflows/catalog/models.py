@@ -148,7 +148,7 @@ class SandboxConfig(BaseModel):
 
 
 class AgentRepoConfig(BaseModel):
-    """The agent repository's `evalbot.toml` (DESIGN.md section 4)."""
+    """The agent repository's `evalbot.toml` (docs/architecture.md, "The agent repository contract")."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -1,7 +1,8 @@
 """The sandbox provider contract. Every provider (local, process, modal) implements it and passes
 the same conformance suite (tests/workflows/providers/test_conformance.py).
 
-A sandbox is laid out as DESIGN.md section 4 says, at these paths inside it:
+A sandbox is laid out as the agent repository contract says (docs/architecture.md), at these
+paths inside it:
 
     /repo   the built agent repository at the arm's commit (read-only)
     /world  a private, writable copy of the case's world
