@@ -1,26 +1,30 @@
 """The `evalbot` command: one click group combining the subcommand modules in bot/commands/.
 
 Errors reach the user as one sentence (`evalbot: error: ...`) and a non-zero exit code, never a
-traceback; `EVALBOT_DEBUG=1` shows the traceback.
+traceback; `EVALBOT_DEBUG=1` shows the traceback. Commands fail with a `CommandError`
+(bot/commands/errors.py); `main()` reports anything else the same way, with exit code 1.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
 
+from bot.commands import (
+    bot,
+    budget,
+    cases,
+    compare,
+    engine,
+    history,
+    prewarm,
+    regrade,
+    secrets,
+    wait,
+)
+from bot.commands.errors import CommandError, debugging
 from workflows.settings import Settings
-
-
-class EvalbotError(click.ClickException):
-    """A failure the user can act on; printed as one sentence."""
-
-    exit_code = 2
-
-    def show(self, file: object = None) -> None:
-        click.echo(f"evalbot: error: {self.format_message()}", err=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -31,15 +35,11 @@ def cli(ctx: click.Context) -> None:
 
 
 def _register_commands() -> None:
-    from bot.commands import bot, engine, prewarm, regrade, secrets
-
     for command in [*engine.COMMANDS, *bot.COMMANDS]:
         cli.add_command(command)
     cli.add_command(secrets.secrets_group)
     cli.add_command(regrade.regrade_command)
     cli.add_command(prewarm.prewarm_group)
-    from bot.commands import budget, cases, compare, history, wait  # agents and release managers
-
     for extra in (compare.compare_command, wait.wait_command, cases.cases_group,
                   history.history_command, budget.estimate_command):  # fmt: skip
         cli.add_command(extra)
@@ -50,7 +50,8 @@ def main() -> None:
     try:
         cli.main(standalone_mode=True)
     except Exception as error:  # a last line of defence: one sentence, not a traceback
-        if os.environ.get("EVALBOT_DEBUG"):
+        if debugging():
             raise
-        click.echo(f"evalbot: error: {error}", err=True)
-        sys.exit(1)
+        failure = CommandError.could_not_run(str(error))
+        failure.show()
+        sys.exit(failure.exit_code)

@@ -14,6 +14,7 @@ import uvicorn
 
 from bot import composition
 from bot.app import build_service, create_app, webhook_secret
+from bot.commands.errors import CommandError, command_errors
 from bot.github.auth import GitHubConfigError
 from bot.github.client import GitHubClients
 from bot.github.types import PayloadError
@@ -22,13 +23,6 @@ from bot.webhooks.routes import build_router
 from bot.webhooks.routing import Event, Router
 from workflows.settings import Settings
 from workflows.store import Store
-
-
-class BotError(click.ClickException):
-    exit_code = 2
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"evalbot: error: {self.format_message()}", err=True)
 
 
 @click.command("serve")
@@ -47,6 +41,7 @@ class BotError(click.ClickException):
     help="Web processes sharing the port (needs EVALBOT_TEMPORAL_ADDRESS).",
 )
 @click.pass_obj
+@command_errors
 def serve_command(settings: Settings, host: str, port: int, workers: bool, processes: int) -> None:
     """Serve the GitHub webhook at POST /github/webhook (and GET /healthz).
 
@@ -56,9 +51,11 @@ def serve_command(settings: Settings, host: str, port: int, workers: bool, proce
         webhook_secret(settings)
         clients = GitHubClients(settings)
     except GitHubConfigError as error:
-        raise BotError(str(error)) from None
+        raise CommandError.bad_input(str(error)) from None
     if processes > 1 and (workers or not settings.temporal_address):
-        raise BotError("--processes above 1 needs EVALBOT_TEMPORAL_ADDRESS and no --workers")
+        raise CommandError.bad_input(
+            "--processes above 1 needs EVALBOT_TEMPORAL_ADDRESS and no --workers"
+        )
     store = composition.open_store(settings)  # migrates the database once, before any process
     if processes > 1:
         _serve_processes(host, port, processes)
@@ -126,6 +123,7 @@ async def _serve_app(
 )
 @click.option("--delivery", default="", help="An id for de-duplication (e.g. the run id).")
 @click.pass_obj
+@command_errors
 def github_event_command(settings: Settings, event_name: str, payload: Path, delivery: str) -> None:
     """Handle one GitHub event from a file, as the webhook would, and print the outcome as JSON.
 
@@ -135,7 +133,7 @@ def github_event_command(settings: Settings, event_name: str, payload: Path, del
     try:
         clients = GitHubClients(settings)
     except GitHubConfigError as error:
-        raise BotError(str(error)) from None
+        raise CommandError.bad_input(str(error)) from None
     store = composition.open_store(settings)
     outcomes = asyncio.run(_handle_one(settings, store, clients, Event(event_name, delivery, data)))
     click.echo(json.dumps(outcomes, indent=2))
@@ -145,9 +143,9 @@ def _read_payload(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise BotError(f"cannot read the event payload {path}: {error}") from None
+        raise CommandError.bad_input(f"cannot read the event payload {path}: {error}") from None
     if not isinstance(data, dict):
-        raise BotError(f"the event payload {path} is not a JSON object")
+        raise CommandError.bad_input(f"the event payload {path} is not a JSON object")
     return data
 
 
@@ -155,7 +153,9 @@ async def _handle_one(
     settings: Settings, store: Store, clients: GitHubClients, event: Event
 ) -> list[dict[str, Any]]:
     if not settings.temporal_address:
-        raise BotError("EVALBOT_TEMPORAL_ADDRESS is not set; github-event submits to a cluster")
+        raise CommandError.bad_input(
+            "EVALBOT_TEMPORAL_ADDRESS is not set; github-event submits to a cluster"
+        )
     try:
         handlers, skipped = build_router().select(event)
         if not handlers:
@@ -170,7 +170,7 @@ async def _handle_one(
         )
         return [asdict(o) for o in await Router.run(handlers, event, service)]
     except PayloadError as error:
-        raise BotError(str(error)) from None
+        raise CommandError.bad_input(str(error)) from None
 
 
 COMMANDS: list[click.Command] = [serve_command, github_event_command]

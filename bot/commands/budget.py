@@ -14,19 +14,11 @@ import sys
 import click
 
 from bot import composition
-from bot.commands.engine import OVER_BUDGET, BudgetSpent, one_sentence_errors
+from bot.commands.errors import ExitCode, command_errors
 from bot.commands.plan_flags import ExperimentFlags, experiment_options
-from workflows.budget import (
-    BudgetExhausted,
-    budget_label,
-    effective_budget,
-    estimate_experiment,
-    format_estimate,
-)
-from workflows.catalog.models import ExperimentSpec
-from workflows.engine.types import budget_from_labels
+from bot.commands.run_budget import estimate_summary
+from workflows.budget import estimate_experiment, format_estimate
 from workflows.settings import Settings
-from workflows.store import Store
 
 
 @click.command("estimate")
@@ -35,6 +27,7 @@ from workflows.store import Store
 @click.option("--budget-usd", type=click.FloatRange(min=0), help="Exit 4 if the estimate is above.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
+@command_errors
 def estimate_command(
     settings: Settings,
     flags: ExperimentFlags,
@@ -43,10 +36,9 @@ def estimate_command(
     as_json: bool,
 ) -> None:
     """Estimate cost and duration of the experiment `evalbot run` would start with these flags."""
-    with one_sentence_errors():
-        spec = flags.plan(settings)
-        store = composition.open_store(settings)
-        estimate = estimate_experiment(store, spec, max_parallel=max_parallel)
+    spec = flags.plan(settings)
+    store = composition.open_store(settings)
+    estimate = estimate_experiment(store, spec, max_parallel=max_parallel)
     over = (
         budget_usd is not None and estimate.cost_usd is not None and estimate.cost_usd > budget_usd
     )
@@ -59,28 +51,8 @@ def estimate_command(
         }
         click.echo(json.dumps(payload, indent=2))
     else:
-        click.echo(f"{flags.dataset}: {estimate.cells} cells, {format_estimate(estimate)}")
+        click.echo(f"{flags.dataset}: {estimate_summary(estimate)}")
         if over:
             click.echo(f"over the budget of ${budget_usd:.2f}")
     if over:
-        sys.exit(OVER_BUDGET)
-
-
-def budget_labels(
-    settings: Settings, store: Store, repo: str, budget_usd: float | None
-) -> dict[str, str]:
-    """Spec labels carrying the experiment's budget (read by the ExperimentWorkflow and the
-    report); exit 4 when the repository's daily cap is spent already."""
-    try:
-        budget = effective_budget(settings, store, repo, budget_usd)
-    except BudgetExhausted as error:
-        raise BudgetSpent(str(error)) from None
-    return budget_label(budget)
-
-
-def estimate_line(store: Store, spec: ExperimentSpec, max_parallel: int | None) -> str:
-    """'≈ $41, ~35 min' (or 'no estimate yet ...'), plus the budget when there is one."""
-    estimate = estimate_experiment(store, spec, max_parallel=max_parallel or 8)
-    line = f"{estimate.cells} cells, {format_estimate(estimate)}"
-    budget = budget_from_labels(spec.labels)
-    return f"{line}; budget ${budget:.2f}" if budget is not None else line
+        sys.exit(ExitCode.OVER_BUDGET)  # a result, not an error: no sentence

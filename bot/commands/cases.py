@@ -6,7 +6,7 @@ Scaffolds `datasets/DATASET/cases/ID/case.toml` (under settings.catalog_root) wi
 - `clarity` (weight 0.5): an `llm` criterion on a short, direct answer.
 --reference writes reference.md. The new case is loaded back through the catalog loader before the
 command succeeds, so a scaffold that would not load is removed and reported. Exit codes: 0 created,
-2 unknown dataset, bad id, or the case exists already.
+2 unknown dataset, bad id, or the case exists already (a `CommandError`, bot/commands/errors.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from bot.commands.engine import UserError
+from bot.commands.errors import CommandError, command_errors
 from workflows.catalog.errors import CatalogError, UnknownNameError
 from workflows.catalog.loaders import load_dataset
 from workflows.catalog.models import NAME_PATTERN
@@ -69,16 +69,22 @@ def create_case(
     reference: str | None,
 ) -> Path:
     if not re.match(NAME_PATTERN, case_id):
-        raise UserError(f"case id '{case_id}' must be lowercase letters, digits, '.', '_' or '-'")
+        raise CommandError.bad_input(
+            f"case id '{case_id}' must be lowercase letters, digits, '.', '_' or '-'"
+        )
     try:
         load_dataset(catalog_root, dataset)
     except (CatalogError, UnknownNameError) as error:
-        raise UserError(str(error)) from None
+        raise CommandError.bad_input(str(error)) from None
     folder = catalog_root / "datasets" / dataset / "cases" / case_id
     if folder.exists():
-        raise UserError(f"case '{case_id}' exists already in dataset '{dataset}': {folder}")
+        raise CommandError.bad_input(
+            f"case '{case_id}' exists already in dataset '{dataset}': {folder}"
+        )
     if not expect and reference is None:
-        raise UserError("give --expect TEXT (repeatable) or --reference TEXT for the rubric")
+        raise CommandError.bad_input(
+            "give --expect TEXT (repeatable) or --reference TEXT for the rubric"
+        )
     folder.mkdir(parents=True)
     (folder / "case.toml").write_text(case_toml(prompt, tags, expect))
     if reference is not None:
@@ -87,7 +93,7 @@ def create_case(
         load_dataset(catalog_root, dataset)
     except (CatalogError, UnknownNameError) as error:
         shutil.rmtree(folder)
-        raise UserError(f"the scaffold did not load, removed it: {error}") from None
+        raise CommandError.bad_input(f"the scaffold did not load, removed it: {error}") from None
     return folder
 
 
@@ -105,6 +111,7 @@ def cases_group() -> None:
 @click.option("--reference", help="Reference answer, written to reference.md.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
+@command_errors
 def new_case_command(
     settings: Settings,
     dataset: str,

@@ -13,7 +13,7 @@ import json
 import click
 
 from bot import composition
-from bot.commands.engine import UserError, one_sentence_errors
+from bot.commands.errors import CommandError, command_errors
 from bot.render import render_markdown
 from workflows.catalog.models import ArmSpec, CellRef, ExperimentSpec
 from workflows.records import RunResult
@@ -26,7 +26,7 @@ def _pick(store: Store, reference: str) -> tuple[ExperimentSpec, ArmSpec]:
     experiment_id, _, arm_name = reference.partition(":")
     record = store.get_experiment(experiment_id)
     if record is None:
-        raise UserError(f"no experiment '{experiment_id}'")
+        raise CommandError.bad_input(f"no experiment '{experiment_id}'")
     spec = record.spec
     if not arm_name:
         return spec, spec.arms[-1]
@@ -34,7 +34,9 @@ def _pick(store: Store, reference: str) -> tuple[ExperimentSpec, ArmSpec]:
         if arm.name == arm_name:
             return spec, arm
     names = ", ".join(a.name for a in spec.arms)
-    raise UserError(f"experiment '{experiment_id}' has no arm '{arm_name}'; its arms: {names}")
+    raise CommandError.bad_input(
+        f"experiment '{experiment_id}' has no arm '{arm_name}'; its arms: {names}"
+    )
 
 
 def _renamed(run: RunResult, spec: ExperimentSpec, arm: str) -> RunResult:
@@ -51,7 +53,9 @@ def compare_experiments(store: Store, a_ref: str, b_ref: str) -> ExperimentRepor
     spec_b, arm_b = _pick(store, b_ref)
     common = [c for c in spec_a.case_ids if c in set(spec_b.case_ids)]
     if not common:
-        raise UserError(f"'{spec_a.experiment_id}' and '{spec_b.experiment_id}' share no case")
+        raise CommandError.bad_input(
+            f"'{spec_a.experiment_id}' and '{spec_b.experiment_id}' share no case"
+        )
     spec = ExperimentSpec(
         experiment_id=f"compare-{spec_a.experiment_id}-{spec_b.experiment_id}",
         repo=spec_b.repo,
@@ -86,11 +90,11 @@ def compare_experiments(store: Store, a_ref: str, b_ref: str) -> ExperimentRepor
 @click.argument("b")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.pass_obj
+@command_errors
 def compare_command(settings: Settings, a: str, b: str, as_json: bool) -> None:
     """Compare experiment A's arm (baseline) with experiment B's arm: ID or ID:ARM."""
-    with one_sentence_errors():
-        store = composition.open_store(settings)
-        report = compare_experiments(store, a, b)
+    store = composition.open_store(settings)
+    report = compare_experiments(store, a, b)
     if as_json:
         payload = report.model_dump(mode="json")
         payload["compared"] = {"a": a, "b": b}

@@ -1,7 +1,8 @@
-"""`evalbot run | status | results | worker` — experiments from the command line.
+"""`evalbot run | status | results | rerun | worker | demo` — experiments from the command line.
 
 Exit codes: 0 done (errored cells are part of a result, shown apart), 1 the experiment could not be
-run or finish, 2 bad input (unknown dataset, bad flag). `--json` prints one JSON document on stdout.
+run or finish, 2 bad input (unknown dataset, bad flag), 4 the daily cap is spent (`run`, `rerun`);
+failures are `CommandError`s (bot/commands/errors.py). `--json` prints one JSON document on stdout.
 """
 
 from __future__ import annotations
@@ -9,15 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import click
 
 from bot import composition, demo
+from bot.commands.errors import CommandError, command_errors
 from bot.commands.plan_flags import ExperimentFlags, experiment_options
+from bot.commands.run_budget import budget_labels, estimate_line
 from bot.progress import ProgressDisplay
 from bot.render import render_markdown
 from workflows.budget import BudgetExhausted, rerun_terms
@@ -25,51 +25,14 @@ from workflows.catalog.errors import CatalogError, UnknownNameError
 from workflows.catalog.loaders import load_dataset
 from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine import client as engine_client
-from workflows.engine.devserver import DevServerError
-from workflows.engine.planning import PlanError, plan_experiment
-from workflows.engine.repos import RepoError
+from workflows.engine.planning import plan_experiment
 from workflows.outcomes import AGENT_FAILURES
-from workflows.providers.base import HostUnsupported
 from workflows.records import RunResult
 from workflows.report import ExperimentReport, build_report
 from workflows.report.build import RERAN_AGENT_FAILURES
 from workflows.scoring.rubric_hash import rubric_hashes
 from workflows.settings import Settings
-from workflows.store import Store, StoreError
-
-USER_ERRORS = (UnknownNameError, CatalogError, PlanError, RepoError)
-RUNTIME_ERRORS = (StoreError, DevServerError, HostUnsupported, RuntimeError, OSError)
-
-
-class UserError(click.ClickException):
-    exit_code = 2
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"evalbot: error: {self.format_message()}", err=True)
-
-
-class RunError(UserError):
-    exit_code = 1
-
-
-OVER_BUDGET = 4
-
-
-class BudgetSpent(UserError):
-    """The repository's daily cap is spent (exit 4)."""
-
-    exit_code = OVER_BUDGET
-
-
-@contextmanager
-def one_sentence_errors() -> Iterator[None]:
-    """Known failures become one sentence and an exit code, never a traceback."""
-    try:
-        yield
-    except USER_ERRORS as error:
-        raise UserError(str(error)) from None
-    except RUNTIME_ERRORS as error:
-        raise RunError(str(error)) from None
+from workflows.store import Store
 
 
 @click.command("run")
@@ -80,6 +43,7 @@ def one_sentence_errors() -> Iterator[None]:
 @click.option("--trigger", default="cli", show_default=True, help="'main' for a main evaluation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
+@command_errors
 def run_command(
     settings: Settings,
     flags: ExperimentFlags,
@@ -90,17 +54,14 @@ def run_command(
     as_json: bool,
 ) -> None:
     """Run DATASET for each arm and print the diff table (each arm against the first)."""
-    from bot.commands.budget import budget_labels, estimate_line  # budgets, estimate
-
-    with one_sentence_errors():
-        spec = flags.plan(settings, seed=seed, trigger=trigger)
-        store = composition.open_store(settings)
-        labels = budget_labels(settings, store, flags.repo, budget_usd)
-        spec = spec.model_copy(update={"labels": labels})
-        if not as_json:
-            parallel = max_parallel or settings.resolved_experiment_parallelism
-            click.echo(f"estimate: {estimate_line(store, spec, parallel)}", err=True)
-        report = asyncio.run(run_experiment(settings, store, spec, max_parallel, quiet=as_json))
+    spec = flags.plan(settings, seed=seed, trigger=trigger)
+    store = composition.open_store(settings)
+    labels = budget_labels(settings, store, flags.repo, budget_usd)
+    spec = spec.model_copy(update={"labels": labels})
+    if not as_json:
+        parallel = max_parallel or settings.resolved_experiment_parallelism
+        click.echo(f"estimate: {estimate_line(store, spec, parallel)}", err=True)
+    report = asyncio.run(run_experiment(settings, store, spec, max_parallel, quiet=as_json))
     _print_report(report, as_json)
 
 
@@ -177,7 +138,7 @@ def _load(settings: Settings, experiment_id: str) -> tuple[Store, ExperimentSpec
     if record is None:
         known = [r.spec.experiment_id for r in store.list_experiments(limit=5)]
         hint = f"; recent: {', '.join(known)}" if known else ""
-        raise UserError(f"no experiment '{experiment_id}'{hint}")
+        raise CommandError.bad_input(f"no experiment '{experiment_id}'{hint}")
     return store, record.spec
 
 
@@ -185,12 +146,12 @@ def _load(settings: Settings, experiment_id: str) -> tuple[Store, ExperimentSpec
 @click.argument("experiment_id")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
+@command_errors
 def status_command(settings: Settings, experiment_id: str, as_json: bool) -> None:
     """Show an experiment's state and its cells by outcome."""
-    with one_sentence_errors():
-        store, spec = _load(settings, experiment_id)
-        record = store.get_experiment(experiment_id)
-        counts = store.count_runs(experiment_id)
+    store, spec = _load(settings, experiment_id)
+    record = store.get_experiment(experiment_id)
+    counts = store.count_runs(experiment_id)
     total = len(spec.cells())
     status = {
         "experiment_id": experiment_id,
@@ -211,11 +172,11 @@ def status_command(settings: Settings, experiment_id: str, as_json: bool) -> Non
 @click.argument("experiment_id")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
+@command_errors
 def results_command(settings: Settings, experiment_id: str, as_json: bool) -> None:
     """Print an experiment's diff table (partial while it is running)."""
-    with one_sentence_errors():
-        store, spec = _load(settings, experiment_id)
-        report = report_for(settings, store, spec)
+    store, spec = _load(settings, experiment_id)
+    report = report_for(settings, store, spec)
     _print_report(report, as_json)
 
 
@@ -230,6 +191,7 @@ def results_command(settings: Settings, experiment_id: str, as_json: bool) -> No
 )
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
+@command_errors
 def rerun_command(
     settings: Settings,
     experiment_id: str,
@@ -239,22 +201,22 @@ def rerun_command(
 ) -> None:
     """Run a finished experiment's cells lost to infrastructure again; results are replaced."""
     if not failed:
-        raise UserError("say what to rerun: --failed (the cells lost to infrastructure)")
-    with one_sentence_errors():
-        store, spec = _load(settings, experiment_id)
-        try:
-            report = asyncio.run(
-                run_experiment(
-                    settings,
-                    store,
-                    spec,
-                    quiet=as_json,
-                    only_failed=True,
-                    include_agent_failures=include_agent_failures,
-                )
+        what = "--failed (the cells lost to infrastructure)"
+        raise CommandError.bad_input(f"say what to rerun: {what}")
+    store, spec = _load(settings, experiment_id)
+    try:
+        report = asyncio.run(
+            run_experiment(
+                settings,
+                store,
+                spec,
+                quiet=as_json,
+                only_failed=True,
+                include_agent_failures=include_agent_failures,
             )
-        except BudgetExhausted as error:
-            raise BudgetSpent(str(error)) from None
+        )
+    except BudgetExhausted as error:
+        raise CommandError.over_budget(str(error)) from None
     _print_report(report, as_json)
 
 
@@ -267,15 +229,15 @@ def rerun_command(
     help="Task-queue roles to serve (default: all).",
 )
 @click.pass_obj
+@command_errors
 def worker_command(settings: Settings, roles: tuple[str, ...]) -> None:
     """Run workers against EVALBOT_TEMPORAL_ADDRESS (or, unset, the embedded dev server, which
     resumes any experiment left unfinished) until interrupted."""
-    with one_sentence_errors():
-        store = composition.open_store(settings)
-        try:
-            asyncio.run(_serve_workers(settings, store, roles or ("runs", "collect", "score")))
-        except KeyboardInterrupt:
-            sys.exit(0)
+    store = composition.open_store(settings)
+    try:
+        asyncio.run(_serve_workers(settings, store, roles or ("runs", "collect", "score")))
+    except KeyboardInterrupt:
+        sys.exit(0)
 
 
 async def _serve_workers(settings: Settings, store: Store, roles: tuple[str, ...]) -> None:
@@ -299,27 +261,27 @@ COMMANDS: list[click.Command] = [
 @click.option("--output", type=click.Path(path_type=Path), default=Path("demo-output"))
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (notes on stderr).")
 @click.pass_obj
+@command_errors
 def demo_command(settings: Settings, trials: int, output: Path, as_json: bool) -> None:
     """Evaluate the sample legal agent: main vs a PR branch, dataset `bar`, on this machine."""
     matter = demo.demo_matter(Path(settings.catalog_root).resolve())
-    with one_sentence_errors():
-        folder = demo.output_folder(output.resolve())
-        repo = folder / "agent-repo"
-        base, head = demo.build_demo_repo(matter, repo)
-        click.echo(f"demo: agent repository {repo} (main {base[:8]}, pr {head[:8]})", err=as_json)
-        arms = [
-            ArmSpec(name="main", ref="main", commit=base),
-            ArmSpec(name="pr", ref="pr", commit=head),
-        ]
-        spec = plan_experiment(
-            settings,
-            repo=str(repo),
-            dataset=matter.dataset,
-            arms=arms,
-            trials=trials,
-        )
-        store = composition.open_store(settings)
-        report = asyncio.run(run_experiment(settings, store, spec, quiet=as_json))
+    folder = demo.output_folder(output.resolve())
+    repo = folder / "agent-repo"
+    base, head = demo.build_demo_repo(matter, repo)
+    click.echo(f"demo: agent repository {repo} (main {base[:8]}, pr {head[:8]})", err=as_json)
+    arms = [
+        ArmSpec(name="main", ref="main", commit=base),
+        ArmSpec(name="pr", ref="pr", commit=head),
+    ]
+    spec = plan_experiment(
+        settings,
+        repo=str(repo),
+        dataset=matter.dataset,
+        arms=arms,
+        trials=trials,
+    )
+    store = composition.open_store(settings)
+    report = asyncio.run(run_experiment(settings, store, spec, quiet=as_json))
     markdown = render_markdown(report)
     _print_report(report, as_json)
     demo.write_results(folder, markdown, report.model_dump(mode="json"))

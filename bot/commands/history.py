@@ -10,7 +10,7 @@ import json
 import click
 
 from bot import composition
-from bot.commands.engine import one_sentence_errors
+from bot.commands.errors import command_errors
 from workflows.history import MeanInterval, score_history
 from workflows.settings import Settings
 
@@ -28,11 +28,11 @@ def _fmt(value: MeanInterval) -> str:
 @click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
+@command_errors
 def history_command(settings: Settings, dataset: str, limit: int, as_json: bool) -> None:
     """Main's scores on DATASET over commits: overall and per criterion, with 95% intervals."""
-    with one_sentence_errors():
-        store = composition.open_store(settings)
-        points = score_history(store, dataset, limit=limit)
+    store = composition.open_store(settings)
+    points = score_history(store, dataset, limit=limit)
     if as_json:
         payload = {"dataset": dataset, "points": [p.model_dump(mode="json") for p in points]}
         click.echo(json.dumps(payload, indent=2))

@@ -5,6 +5,7 @@ prewarmed images (docs/prewarm.md).
 records the image in the `prewarmed_images` table, then applies the retention policy (keep the
 newest `--keep`, default EVALBOT_PREWARM_KEEP, per repository, plus those running experiments use).
 `status` shows the newest image per repository and its age, flagging images older than two hours.
+A repository, catalog, sandbox or store error exits 2 with one sentence (`prewarm_errors`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from bot.cli import EvalbotError
+from bot.commands.errors import CommandError, CommandErrors, ExitCode
+from workflows.providers.base import SandboxError
 from workflows.settings import Settings
+from workflows.store import StoreError
 
 if TYPE_CHECKING:
     from workflows.providers.prewarm_jobs import PrewarmJobs
@@ -42,17 +45,8 @@ def _jobs(settings: Settings) -> Iterator[PrewarmJobs]:
         store.close()
 
 
-@contextlib.contextmanager
-def _one_sentence() -> Iterator[None]:
-    from workflows.catalog.errors import CatalogError
-    from workflows.engine.repos import RepoError
-    from workflows.providers.base import SandboxError
-    from workflows.store import StoreError
-
-    try:
-        yield
-    except (RepoError, CatalogError, SandboxError, StoreError) as error:
-        raise EvalbotError(str(error).replace("\n", " / ")) from None
+prewarm_errors = CommandErrors(((SandboxError, StoreError), ExitCode.BAD_INPUT))
+"""Repository and catalog errors exit 2 (LIBRARY_ERRORS), and here sandbox and store errors too."""
 
 
 def _size(size: int | None) -> str:
@@ -66,6 +60,7 @@ def _size(size: int | None) -> str:
 @click.option("--rebuild", is_flag=True, help="Build even if the ref's head has an image.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @click.pass_context
+@prewarm_errors
 def prewarm_group(
     ctx: click.Context, repo: str | None, ref: str, keep: int | None, rebuild: bool, as_json: bool
 ) -> None:
@@ -73,9 +68,9 @@ def prewarm_group(
     if ctx.invoked_subcommand is not None:
         return
     if not repo:
-        raise EvalbotError("say which repository to prewarm: --repo URL|PATH")
+        raise CommandError.bad_input("say which repository to prewarm: --repo URL|PATH")
     settings: Settings = ctx.obj
-    with _one_sentence(), _jobs(settings) as jobs:
+    with _jobs(settings) as jobs:
         outcome = asyncio.run(
             jobs.prewarm(repo, ref, keep_last=keep or settings.prewarm_keep, rebuild=rebuild)
         )
@@ -108,9 +103,10 @@ def _echo_gc(removed: list[str], kept: list[str]) -> None:
 @click.option("--keep", type=click.IntRange(min=1), help="Images kept per repository.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @click.pass_obj
+@prewarm_errors
 def gc_command(settings: Settings, repo: str | None, keep: int | None, as_json: bool) -> None:
     """Delete prewarmed images beyond the newest --keep per repository (unless in use)."""
-    with _one_sentence(), _jobs(settings) as jobs:
+    with _jobs(settings) as jobs:
         outcome = asyncio.run(jobs.collect_garbage(keep or settings.prewarm_keep, repo=repo))
     if as_json:
         click.echo(json.dumps({"removed": outcome.removed, "kept_in_use": outcome.kept_in_use}))
@@ -123,6 +119,7 @@ def gc_command(settings: Settings, repo: str | None, keep: int | None, as_json: 
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--check", is_flag=True, help="Exit 1 when an image is stale (or there is none).")
 @click.pass_obj
+@prewarm_errors
 def status_command(settings: Settings, as_json: bool, check: bool) -> None:
     """The newest prewarmed image per repository, its age, and whether it is stale (> 2 h)."""
     from workflows.providers.prewarm_jobs import prewarm_status
@@ -130,14 +127,13 @@ def status_command(settings: Settings, as_json: bool, check: bool) -> None:
     from workflows.store import Store
     from workflows.store.prewarmed_images import PrewarmRecords
 
-    with _one_sentence():
-        with Store.from_settings(settings) as store:
-            store.migrate()
-        records = PrewarmRecords(settings.resolved_database_url)
-        try:
-            statuses = prewarm_status(records, datetime.now(UTC))
-        finally:
-            records.close()
+    with Store.from_settings(settings) as store:
+        store.migrate()
+    records = PrewarmRecords(settings.resolved_database_url)
+    try:
+        statuses = prewarm_status(records, datetime.now(UTC))
+    finally:
+        records.close()
     if as_json:
         click.echo(json.dumps({"images": [s.as_dict() for s in statuses]}))
     elif not statuses:
@@ -152,7 +148,7 @@ def status_command(settings: Settings, as_json: bool, check: bool) -> None:
                 f"{duration(s.age_s):>6} {duration(r.build_seconds):>6}  {flag}"
             )
     if check and (not statuses or any(s.stale for s in statuses)):
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.COULD_NOT_RUN)  # a result, not an error: the table says why
 
 
 COMMANDS: list[click.Command] = [prewarm_group]

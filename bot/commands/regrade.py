@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from bot import composition
-from bot.commands.engine import UserError, one_sentence_errors
+from bot.commands.errors import CommandError, ExitCode, command_errors
 from workflows.catalog.models import Dataset, ExperimentSpec
 from workflows.engine.catalog_cache import CatalogCache
 from workflows.engine.grading import CaseGrader
@@ -53,33 +53,33 @@ RULER_NOTE = (
 @click.option("--dry-run", is_flag=True, help="Show what would change; store nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
+@command_errors
 def regrade_command(
     settings: Settings, experiment_id: str, criteria: tuple[str, ...], dry_run: bool, as_json: bool
 ) -> None:
     """Grade EXPERIMENT_ID's stored outputs again with the current rubric and judge."""
     names = [part.strip() for value in criteria for part in value.split(",") if part.strip()]
-    with one_sentence_errors():
-        store, spec = _load(settings, experiment_id)
-        runs = store.list_runs(experiment_id)
-        catalog = CatalogCache(Path(settings.catalog_root))
-        dataset = catalog.dataset(spec.dataset)
-        _check_criteria(dataset, names)
-        result = _regrade(settings, catalog, spec, runs, names)
-        if not dry_run:
-            for run in result.updated:
-                store.save_run(run)
+    store, spec = _load(settings, experiment_id)
+    runs = store.list_runs(experiment_id)
+    catalog = CatalogCache(Path(settings.catalog_root))
+    dataset = catalog.dataset(spec.dataset)
+    _check_criteria(dataset, names)
+    result = _regrade(settings, catalog, spec, runs, names)
+    if not dry_run:
+        for run in result.updated:
+            store.save_run(run)
     rubric = rubric_check(runs, rubric_hashes(dataset.cases))
     verdicts = verdict_changes(spec, runs, apply_updates(runs, result.updated))
     _print(result, verdicts, rubric, dry_run=dry_run, as_json=as_json)
-    if result.failures:
-        sys.exit(1)
+    if result.failures:  # a result, not an error: the runs that failed are listed above
+        sys.exit(ExitCode.COULD_NOT_RUN)
 
 
 def _load(settings: Settings, experiment_id: str) -> tuple[Store, ExperimentSpec]:
     store = composition.open_store(settings)
     record = store.get_experiment(experiment_id)
     if record is None:
-        raise UserError(f"no experiment '{experiment_id}'")
+        raise CommandError.bad_input(f"no experiment '{experiment_id}'")
     return store, record.spec
 
 
@@ -87,7 +87,7 @@ def _check_criteria(dataset: Dataset, names: list[str]) -> None:
     known = {c.name for case in dataset.cases for c in case.rubric.criteria}
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise UserError(
+        raise CommandError.bad_input(
             f"unknown criterion '{unknown[0]}' in dataset '{dataset.name}'; "
             f"known criteria: {', '.join(sorted(known))}"
         )

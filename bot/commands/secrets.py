@@ -2,7 +2,8 @@
 groups, and watch that they stay fresh (docs/secrets.md).
 
 The secret-sync code lives in `infra.secrets`; it is imported inside each command so that other
-commands (and `evalbot --help`) do not pay for loading the Vault client.
+commands (and `evalbot --help`) do not pay for loading the Vault client. A `SecretsError` exits 2
+with its sentence.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from datetime import UTC, datetime
 
 import click
 
-from bot.cli import EvalbotError
+from bot.commands.errors import CommandError, ExitCode, command_errors
 from workflows.settings import Settings
 
 
@@ -26,6 +27,7 @@ def secrets_group() -> None:
 @click.option("--dry-run", is_flag=True, help="Show what would change (key names, versions).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @click.pass_obj
+@command_errors
 def sync_command(settings: Settings, dry_run: bool, as_json: bool) -> None:
     """Copy each mapped Vault secret's allowlisted keys into its secret group."""
     from infra.secrets import SecretsError
@@ -34,7 +36,7 @@ def sync_command(settings: Settings, dry_run: bool, as_json: bool) -> None:
     try:
         changes = sync_secrets(settings, os.environ, now=datetime.now(UTC), dry_run=dry_run)
     except SecretsError as error:
-        raise EvalbotError(f"secret sync failed: {error}") from None
+        raise CommandError.bad_input(f"secret sync failed: {error}") from None
     if as_json:
         click.echo(json.dumps({"dry_run": dry_run, "groups": [c.as_dict() for c in changes]}))
         return
@@ -49,6 +51,7 @@ def sync_command(settings: Settings, dry_run: bool, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--check", is_flag=True, help="Exit 1 when any group is flagged.")
 @click.pass_obj
+@command_errors
 def status_command(settings: Settings, as_json: bool, check: bool) -> None:
     """Each group's age and Vault version; flags stale, never-synced and overdue groups."""
     from infra.secrets import SecretsError
@@ -58,7 +61,7 @@ def status_command(settings: Settings, as_json: bool, check: bool) -> None:
     try:
         statuses = secret_status(settings, now=datetime.now(UTC))
     except SecretsError as error:
-        raise EvalbotError(str(error)) from None
+        raise CommandError.bad_input(str(error)) from None
     if as_json:
         click.echo(json.dumps({"groups": [s.as_dict() for s in statuses]}))
     else:
@@ -71,11 +74,12 @@ def status_command(settings: Settings, as_json: bool, check: bool) -> None:
                 f"{format_age(s.secret_age):>10}  {flags}"
             )
     if check and not all(s.ok for s in statuses):
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.COULD_NOT_RUN)  # a result, not an error: the table says why
 
 
 @secrets_group.command("policy")
 @click.pass_obj
+@command_errors
 def policy_command(settings: Settings) -> None:
     """Print the Vault policy that grants read on exactly the mapped paths."""
     from infra.secrets import SecretsError, load_mapping, render_policy
@@ -83,7 +87,7 @@ def policy_command(settings: Settings) -> None:
     try:
         click.echo(render_policy(load_mapping(settings.secrets_mapping_path)), nl=False)
     except SecretsError as error:
-        raise EvalbotError(str(error)) from None
+        raise CommandError.bad_input(str(error)) from None
 
 
 COMMANDS: list[click.Command] = [secrets_group]

@@ -2,7 +2,8 @@
 
 Polls the store, where the engine records each experiment's state. Exit codes: 0 completed, 1
 failed or cancelled, 3 still running when --timeout ran out, 2 unknown experiment. `--json` prints
-the final state as `evalbot status --json` does.
+the final state as `evalbot status --json` does. Except for 2 (a `CommandError`), the exit code is
+the result: the state is printed, no error sentence.
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ import time
 import click
 
 from bot import composition
-from bot.commands.engine import UserError, one_sentence_errors
+from bot.commands.errors import CommandError, ExitCode, command_errors
 from workflows.settings import Settings
 
-TERMINAL = {"completed": 0, "failed": 1, "cancelled": 1}
-TIMED_OUT = 3
+TERMINAL = {
+    "completed": ExitCode.OK,
+    "failed": ExitCode.COULD_NOT_RUN,
+    "cancelled": ExitCode.COULD_NOT_RUN,
+}
 
 
 @click.command("wait")
@@ -27,22 +31,22 @@ TIMED_OUT = 3
 @click.option("--poll", type=float, default=2.0, show_default=True, help="Seconds between looks.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
+@command_errors
 def wait_command(
     settings: Settings, experiment_id: str, timeout: float, poll: float, as_json: bool
 ) -> None:
     """Wait until EXPERIMENT_ID is completed, failed or cancelled."""
     deadline = time.monotonic() + timeout
-    with one_sentence_errors():
-        store = composition.open_store(settings)
-        while True:
-            record = store.get_experiment(experiment_id)
-            if record is None:
-                raise UserError(f"no experiment '{experiment_id}'")
-            status = str(record.status)
-            if status in TERMINAL or time.monotonic() >= deadline:
-                break
-            time.sleep(poll)
-        counts = store.count_runs(experiment_id)
+    store = composition.open_store(settings)
+    while True:
+        record = store.get_experiment(experiment_id)
+        if record is None:
+            raise CommandError.bad_input(f"no experiment '{experiment_id}'")
+        status = str(record.status)
+        if status in TERMINAL or time.monotonic() >= deadline:
+            break
+        time.sleep(poll)
+    counts = store.count_runs(experiment_id)
     state = {
         "experiment_id": experiment_id,
         "status": status,
@@ -57,4 +61,4 @@ def wait_command(
         click.echo(
             f"{experiment_id}: {status}; {state['finished']}/{state['cells']} cells finished"
         )
-    sys.exit(TERMINAL.get(status, TIMED_OUT))
+    sys.exit(TERMINAL.get(status, ExitCode.STILL_RUNNING))

@@ -14,7 +14,8 @@ from infra.secrets.errors import (
     VaultUnreachable,
 )
 from infra.secrets.mapping import GroupMapping, SecretMapping, load_mapping, render_policy
-from infra.secrets.sink import LocalSecretSink, SecretSink, build_sink
+from infra.secrets.sink import LocalSecretSink, SecretSink
+from infra.secrets.sinks import build_sink
 from infra.secrets.sync import Action, GroupChange, SecretSync
 
 __all__ = [

@@ -10,7 +10,7 @@ from infra.secrets.errors import SecretsError
 from infra.secrets.fingerprint import Fingerprinter
 from infra.secrets.mapping import load_mapping
 from infra.secrets.records import SqlSyncRecordStore, SyncRecordStore
-from infra.secrets.sink import build_sink
+from infra.secrets.sinks import build_sink
 from infra.secrets.status import GroupStatus, group_statuses
 from infra.secrets.sync import GroupChange, SecretSync
 from infra.secrets.vault import login

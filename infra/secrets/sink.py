@@ -1,14 +1,14 @@
 """Where synced secret groups go. `LocalSecretSink` writes the local secret store the local
-provider injects from; `ModalSecretSink` (infra/secrets/modal_sink.py) writes Modal Secrets."""
+provider injects from; `ModalSecretSink` (infra/secrets/modal_sink.py) writes Modal Secrets;
+`build_sink` (infra/secrets/sinks.py) picks the one EVALBOT_SECRETS_SINK names."""
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from infra.secrets.errors import SinkError
 from workflows.secret_store import LocalSecretStore, SecretStoreError
-from workflows.settings import Settings
 
 
 class SecretSink(abc.ABC):
@@ -45,24 +45,3 @@ class LocalSecretSink(SecretSink):
                 f"could not write the local secret store {self.store.root} "
                 f"({type(error).__name__}); the previous groups are untouched"
             ) from None
-
-
-def _local(settings: Settings) -> SecretSink:
-    return LocalSecretSink(LocalSecretStore.from_settings(settings))
-
-
-def _modal(settings: Settings) -> SecretSink:
-    from infra.secrets.modal_sink import modal_sink
-
-    return modal_sink(settings)
-
-
-SINKS: dict[str, Callable[[Settings], SecretSink]] = {"local": _local, "modal": _modal}
-
-
-def build_sink(settings: Settings) -> SecretSink:
-    factory = SINKS.get(settings.secrets_sink)
-    if factory is None:
-        known = ", ".join(sorted(SINKS))
-        raise SinkError(f"unknown secret sink '{settings.secrets_sink}' (available: {known})")
-    return factory(settings)
