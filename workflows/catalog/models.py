@@ -148,7 +148,8 @@ class SandboxConfig(BaseModel):
 
 
 class AgentRepoConfig(BaseModel):
-    """The agent repository's `evalbot.toml` (docs/architecture.md, "The agent repository contract")."""
+    """The agent repository's `evalbot.toml` (docs/architecture.md, "The agent repository
+    contract")."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
