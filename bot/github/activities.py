@@ -1,4 +1,5 @@
-"""Temporal activity `publish_report`: the sticky PR comment and the check run of an experiment.
+"""The engine's activity `publish_report` (ReportActivities) for GitHub: the sticky PR comment and
+the check run of an experiment.
 
 The experiment workflow calls it at start ("queued"), on progress (throttled), and at the end
 ("final" or "cancelled"), with the opaque `reporter` dict the bot gave `start_experiment`. Counts,
@@ -8,7 +9,6 @@ retried by Temporal instead of losing the update; every step is idempotent (find
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 from collections.abc import Callable
@@ -17,7 +17,6 @@ from urllib.parse import quote
 
 from github import GithubException
 from pydantic import ValidationError
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from bot.github import report_comment as rc
@@ -28,7 +27,7 @@ from bot.github.types import ReporterRef
 from bot.planning import HEAD_ARM
 from bot.render import render_markdown
 from workflows.catalog.models import ExperimentSpec
-from workflows.engine.activities import heartbeating
+from workflows.engine.activities import ReportActivities
 from workflows.engine.types import PublishReportInput
 from workflows.report import ExperimentReport, build_report
 from workflows.settings import Settings
@@ -43,9 +42,11 @@ def github_activities(settings: Settings, store: Store) -> list[Callable[..., An
     return [GitHubReporter(settings, store).publish_report]
 
 
-class GitHubReporter:
-    """Publishes experiment phases to GitHub. GitHub clients are built on first use, so a worker
-    without GitHub credentials starts fine and only GitHub-triggered experiments need them."""
+class GitHubReporter(ReportActivities):
+    """Publishes experiment phases to GitHub: the engine's `publish_report` activity, defined by
+    ReportActivities (workflows/engine/activities.py), calls `publish`. GitHub clients are built
+    on first use, so a worker without GitHub credentials starts fine and only GitHub-triggered
+    experiments need them."""
 
     def __init__(
         self, settings: Settings, store: Store, clients: GitHubClients | None = None
@@ -55,11 +56,6 @@ class GitHubReporter:
         self._clients = clients
         self._locks: dict[tuple[str, int, str], threading.Lock] = {}
         self._locks_guard = threading.Lock()
-
-    @activity.defn(name="publish_report")
-    async def publish_report(self, job: PublishReportInput) -> None:
-        async with heartbeating("publish_report"):  # a crashed worker's publish is retried soon
-            await asyncio.to_thread(self.publish, job)
 
     def publish(self, job: PublishReportInput) -> None:
         """Create or edit the sticky comment, then create or update the check run."""

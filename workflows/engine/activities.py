@@ -7,6 +7,7 @@ without changing the outcome.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import json
@@ -36,6 +37,7 @@ from workflows.engine.types import (
     PreparedArm,
     PrepareInput,
     ProvisionResult,
+    PublishReportInput,
     RecordErrorInput,
     RunInput,
     RunSummary,
@@ -478,6 +480,25 @@ class ExperimentActivities:
         return [r.run_id for r in runs if rerunnable(r.status, include_agent_failures)]
 
 
+class ReportActivities(abc.ABC):
+    """Publishing an experiment's phases to whoever asked for a report (ExperimentInput.reporter):
+    the engine defines the activity, and the bot implements `publish` (bot/github/activities.py,
+    GitHubReporter) and registers `publish_report` with its workers.
+
+    Defined here rather than named by a string shared with the bot: the workflow calls it by
+    reference like every other stage (layering forbids importing the bot), its name exists once,
+    and mypy checks the bot's implementation against this signature."""
+
+    @activity.defn(name="publish_report")
+    async def publish_report(self, job: PublishReportInput) -> None:
+        async with heartbeating("publish_report"):  # a crashed worker's publish is retried soon
+            await asyncio.to_thread(self.publish, job)
+
+    @abc.abstractmethod
+    def publish(self, job: PublishReportInput) -> None:
+        """Post the phase (blocking: it runs in a thread); idempotent, since it may be retried."""
+
+
 def rerunnable(status: RunStatus, include_agent_failures: bool) -> bool:
     if outcome_of(status) is Outcome.EXCLUDED:
         return True
@@ -503,4 +524,11 @@ def _wall_seconds(state: dict[str, Any]) -> float:
     return 0.0
 
 
-__all__ = ["ExperimentActivities", "RunActivities", "heartbeating", "read_state", "tree_hashes"]
+__all__ = [
+    "ExperimentActivities",
+    "ReportActivities",
+    "RunActivities",
+    "heartbeating",
+    "read_state",
+    "tree_hashes",
+]

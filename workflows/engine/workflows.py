@@ -13,6 +13,9 @@ whose timeout is short (settings.local_stage_max_s) run `execute`, `collect` and
 activities too: the whole run is one workflow task, which halves Temporal's work per cell. Those
 cells start in groups, one RunBatchWorkflow per group, which runs each of its cells exactly as a
 RunWorkflow would (`run_cell`) and saves a workflow execution per cell (docs/engine.md, "Batches").
+
+Activities are called by reference (`RunActivities.provision`), each with its options from the
+table in stages.py (timeouts, retries, task queue, heartbeat, local placement): `stage` places it.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -30,14 +33,36 @@ from temporalio.exceptions import (
     ChildWorkflowError,
 )
 
+from workflows.engine.stages import (
+    COLLECT,
+    EXECUTE,
+    FAILED_CELLS,
+    FINISH_EXPERIMENT,
+    PREPARE_ARM,
+    PROVISION,
+    PUBLISH_REPORT,
+    RECORD_ERROR,
+    SAVE_EXPERIMENT,
+    SCORE,
+    TEARDOWN,
+    stage,
+)
+
 with workflow.unsafe.imports_passed_through():
+    # the activity classes for their methods' references: a passed-through module (providers,
+    # store) is the worker's, not re-imported in the sandbox, and only its names are used here
     from workflows.catalog.models import CellRef
+    from workflows.engine.activities import (
+        HOST_UNSUPPORTED,
+        RUNNER_LOST,
+        ExperimentActivities,
+        ReportActivities,
+        RunActivities,
+    )
     from workflows.engine.types import (
         BATCH_RUNS_MEMO,
         CollectInput,
-        CollectResult,
         ExecuteInput,
-        ExecuteResult,
         ExperimentInput,
         PreparedArm,
         PrepareInput,
@@ -48,24 +73,11 @@ with workflow.unsafe.imports_passed_through():
         RunInput,
         RunSummary,
         ScoreInput,
-        StageQueues,
         budget_from_labels,
     )
     from workflows.records import RunStatus
 
-RUNNER_LOST = "RunnerLost"
-HOST_UNSUPPORTED = "HostUnsupported"  # activities.HOST_UNSUPPORTED: the provider cannot run here
 SANDBOX_ATTEMPTS = 2  # a run whose sandbox died is re-provisioned once before it counts as failed
-STAGE_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=30),
-    maximum_attempts=5,
-)
-RECORD_RETRY = RetryPolicy(maximum_interval=timedelta(seconds=30))  # until the store answers
-PUBLISH_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=2)
-)  # unlimited attempts: a GitHub outage delays the comment, it does not lose it
 PROGRESS_EVERY = timedelta(seconds=20)
 MIN_GROUPS_IN_FLIGHT = 4  # batches never take more than a quarter of an experiment's slots
 STAGE_FAILURES = (ActivityError, ApplicationError, CancelledError)
@@ -135,66 +147,37 @@ async def run_cell(job: RunInput) -> RunSummary:
 
 
 async def _provision(job: RunInput) -> ProvisionResult:
-    result: ProvisionResult = await _stage(
-        job,
-        "provision",
-        job,
-        result_type=ProvisionResult,
-        start_to_close_timeout=timedelta(minutes=10),
-        retry_policy=STAGE_RETRY,
-    )
-    return result
+    return await stage(PROVISION, RunActivities.provision, job, on=job)
 
 
 async def _run_in(job: RunInput, provision: ProvisionResult) -> RunSummary:
-    heartbeat = timedelta(seconds=job.queues.heartbeat_timeout_s)
-    local = job.prepared.local_stages
-    executed = await _run_stage(
-        local,
-        "execute",
+    executed = await stage(
+        EXECUTE,
+        RunActivities.execute,
         ExecuteInput(provision.sandbox_id, provision.command, provision.timeout_s),
-        result_type=ExecuteResult,
-        task_queue=job.queues.runs,
-        start_to_close_timeout=timedelta(seconds=provision.timeout_s + 600),
-        heartbeat_timeout=heartbeat,
-        retry_policy=STAGE_RETRY,
+        on=job,
+        run_timeout_s=provision.timeout_s,
     )
-    collected = await _run_stage(
-        local,
-        "collect",
+    collected = await stage(
+        COLLECT,
+        RunActivities.collect,
         CollectInput(job.cell.run_id, provision.sandbox_id, job.dataset, job.cell.case_id),
-        result_type=CollectResult,
-        task_queue=job.queues.collect,
-        start_to_close_timeout=timedelta(hours=1),
-        heartbeat_timeout=heartbeat,
-        retry_policy=STAGE_RETRY,
+        on=job,
     )
-    summary: RunSummary = await _run_stage(
-        local,
-        "score",
-        ScoreInput(job, provision, executed, collected),
-        result_type=RunSummary,
-        task_queue=job.queues.score,
-        start_to_close_timeout=timedelta(minutes=30),
-        heartbeat_timeout=heartbeat,
-        retry_policy=STAGE_RETRY,
+    return await stage(
+        SCORE, RunActivities.score, ScoreInput(job, provision, executed, collected), on=job
     )
-    return summary
 
 
 async def _record(
     job: RunInput, provision: ProvisionResult | None, status: RunStatus, error: str
 ) -> RunSummary:
-    summary: RunSummary = await workflow.execute_activity(
-        "record_error",
+    return await stage(
+        RECORD_ERROR,
+        RunActivities.record_error,
         RecordErrorInput(job, status.value, error, provision),
-        result_type=RunSummary,
-        task_queue=job.queues.score,
-        start_to_close_timeout=timedelta(minutes=5),
-        heartbeat_timeout=_heartbeat(job.queues),
-        retry_policy=RECORD_RETRY,
+        on=job,
     )
-    return summary
 
 
 async def _record_failed_run(job: RunInput, message: str) -> RunSummary:
@@ -204,34 +187,7 @@ async def _record_failed_run(job: RunInput, message: str) -> RunSummary:
 
 
 async def _teardown(job: RunInput, provision: ProvisionResult) -> None:
-    await _stage(
-        job,
-        "teardown",
-        provision.sandbox_id,
-        start_to_close_timeout=timedelta(minutes=5),
-        retry_policy=RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(seconds=30)),
-    )
-
-
-async def _run_stage(local: bool, name: str, arg: Any, **options: Any) -> Any:
-    """execute, collect and score: regular activities on their queues, or local activities of
-    this workflow for short runs on quick providers (PreparedArm.local_stages, docs/engine.md)."""
-    if local:
-        del options["task_queue"], options["heartbeat_timeout"]
-        return await workflow.execute_local_activity(name, arg, **options)
-    return await workflow.execute_activity(name, arg, **options)
-
-
-async def _stage(job: RunInput, name: str, arg: Any, **options: Any) -> Any:
-    """Run a sandbox-lifecycle stage as a local activity when the provider is quick, else as a
-    regular activity: `provision` on the rate-limited provision queue (admission control shared by
-    all workers, docs/modal.md), `teardown` on the runs queue."""
-    if job.prepared.quick_provision:
-        return await workflow.execute_local_activity(name, arg, **options)
-    queue = job.queues.runs
-    if name == "provision" and job.queues.provision:
-        queue = job.queues.provision
-    return await workflow.execute_activity(name, arg, task_queue=queue, **options)
+    await stage(TEARDOWN, RunActivities.teardown, provision.sandbox_id, on=job)
 
 
 @workflow.defn(name="ExperimentWorkflow")
@@ -251,7 +207,7 @@ class ExperimentWorkflow:
     @workflow.run
     async def run(self, job: ExperimentInput) -> Progress:
         self.spent_usd = job.spent_usd  # a rerun starts from what the experiment already spent
-        await self._bookkeeping(job, "save_experiment", job.spec)
+        await stage(SAVE_EXPERIMENT, ExperimentActivities.save_experiment, job.spec, on=job)
         cells = await self._cells(job)
         self.states = {cell.run_id: "queued" for cell in cells}
         publisher = asyncio.ensure_future(self._publish_loop(job))
@@ -260,14 +216,14 @@ class ExperimentWorkflow:
             prepared = await self._prepare_arms(job, {cell.arm for cell in cells})
         except ApplicationError as error:  # the host cannot run the provider: nobody's cell
             publisher.cancel()
-            await self._bookkeeping(job, "finish_experiment", job.spec.experiment_id, "failed")
+            await self._finish(job, "failed")
             await self._publish(job, "failed", error.message)
             raise
         await self._dispatch(job, cells, prepared)
         await asyncio.gather(*self.tasks.values(), return_exceptions=True)
         publisher.cancel()
         final = "cancelled" if self.cancel_requested else "completed"
-        await self._bookkeeping(job, "finish_experiment", job.spec.experiment_id, final)
+        await self._finish(job, final)
         await self._publish(job, "cancelled" if self.cancel_requested else "final")
         self.finished = True
         return self.progress()
@@ -277,14 +233,11 @@ class ExperimentWorkflow:
         if not job.only_failed:
             return cells
         failed = set(
-            await workflow.execute_activity(
-                "failed_cells",
+            await stage(
+                FAILED_CELLS,
+                ExperimentActivities.failed_cells,
                 args=[job.spec.experiment_id, job.rerun_agent_failures],
-                result_type=list[str],
-                task_queue=job.queues.score,
-                start_to_close_timeout=timedelta(minutes=5),
-                heartbeat_timeout=_heartbeat(job.queues),
-                retry_policy=RECORD_RETRY,
+                on=job,
             )
         )
         return [c for c in cells if c.run_id in failed]
@@ -298,15 +251,7 @@ class ExperimentWorkflow:
 
     async def _prepare(self, job: ExperimentInput, arm: PrepareInput) -> PreparedArm:
         try:
-            result: PreparedArm = await workflow.execute_activity(
-                "prepare_arm",
-                arm,
-                result_type=PreparedArm,
-                task_queue=job.queues.runs,
-                start_to_close_timeout=timedelta(hours=2),
-                heartbeat_timeout=timedelta(seconds=job.queues.heartbeat_timeout_s),
-                retry_policy=STAGE_RETRY,
-            )
+            result = await stage(PREPARE_ARM, RunActivities.prepare_arm, arm, on=job)
         except ActivityError as error:
             if _error_type(error) == HOST_UNSUPPORTED:
                 raise ApplicationError(
@@ -410,23 +355,20 @@ class ExperimentWorkflow:
     async def _publish(self, job: ExperimentInput, phase: str, reason: str = "") -> None:
         if job.reporter is None:
             return
-        await workflow.execute_activity(
-            "publish_report",
+        await stage(
+            PUBLISH_REPORT,
+            ReportActivities.publish_report,
             PublishReportInput(job.spec.experiment_id, job.reporter, phase, reason),
-            task_queue=job.queues.runs,
-            start_to_close_timeout=timedelta(minutes=2),
-            heartbeat_timeout=_heartbeat(job.queues),
-            retry_policy=PUBLISH_RETRY,
+            on=job,
         )
 
-    async def _bookkeeping(self, job: ExperimentInput, name: str, *args: object) -> None:
-        await workflow.execute_activity(
-            name,
-            args=list(args),
-            task_queue=job.queues.score,
-            start_to_close_timeout=timedelta(minutes=5),
-            heartbeat_timeout=_heartbeat(job.queues),
-            retry_policy=RECORD_RETRY,
+    @staticmethod
+    async def _finish(job: ExperimentInput, status: str) -> None:
+        await stage(
+            FINISH_EXPERIMENT,
+            ExperimentActivities.finish_experiment,
+            args=[job.spec.experiment_id, status],
+            on=job,
         )
 
     @workflow.signal
@@ -449,12 +391,6 @@ class ExperimentWorkflow:
             stopped_by_budget=self.stopped_by_budget,
             **counts,
         )
-
-
-def _heartbeat(queues: StageQueues) -> timedelta:
-    """Every activity heartbeats, so one a crashed worker held is retried within this time
-    instead of after its start-to-close timeout (minutes)."""
-    return timedelta(seconds=queues.heartbeat_timeout_s)
 
 
 def _is_cancel(error: BaseException) -> bool:
