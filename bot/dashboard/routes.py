@@ -23,8 +23,7 @@ from workflows.records import RunResult
 from workflows.report import build_report
 from workflows.settings import Settings
 from workflows.stats import Verdict
-from workflows.store import Store, StoreError
-from workflows.store.records import ExperimentRecord
+from workflows.store import ExperimentRecord, Store, StoreError
 
 TEMPLATES = Path(__file__).parent / "templates"
 ANSWER_PREVIEW_BYTES = 16 * 1024

@@ -16,7 +16,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.pool import StaticPool
 
-from workflows.store.errors import StoreError
+from workflows.store.store_errors import StoreError
 
 SUPPORTED_BACKENDS = ("sqlite", "postgresql")
 BUSY_TIMEOUT_S = 30.0

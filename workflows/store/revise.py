@@ -15,8 +15,8 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 
 from workflows.store.engine import WRITE_OPTION, create_store_engine, parse_url
-from workflows.store.errors import StoreError
 from workflows.store.schema import alembic_config, head_revision, schema_diff, upgrade
+from workflows.store.store_errors import StoreError
 
 
 def next_revision_id(head: str | None) -> str:

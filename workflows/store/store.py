@@ -31,8 +31,8 @@ from workflows.store.engine import (
     safe_url,
     translated_errors,
 )
-from workflows.store.errors import StoreError
-from workflows.store.records import ExperimentRecord, ExperimentStatus
+from workflows.store.store_errors import StoreError
+from workflows.store.store_records import ExperimentRecord, ExperimentStatus
 from workflows.store.tables import (
     arms,
     criterion_scores,
