@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import BigInteger, DateTime, Float, String, Text, delete, select, update
 from sqlmodel import Field
 
-from workflows.store.engine import WRITE_OPTION, create_store_engine, parse_url, translated_errors
+from workflows.store.engine import WRITE_OPTION, make_engine, parse_url, translated_errors
 from workflows.store.tables import StoreModel
 
 
@@ -61,7 +61,7 @@ class PrewarmRecords:
 
     def __init__(self, url: str) -> None:
         self._url = parse_url(url)
-        self._engine = create_store_engine(self._url)
+        self._engine = make_engine(self._url)
         self._writer = self._engine.execution_options(**{WRITE_OPTION: True})
 
     def close(self) -> None:
