@@ -22,7 +22,7 @@ from workflows.store.engine import (
     parse_url,
     translated_errors,
 )
-from workflows.store.secret_syncs import secret_syncs
+from workflows.store.tables import secret_syncs
 from workflows.store.upsert import insert
 
 
