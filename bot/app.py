@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from bot import composition
-from bot.dashboard import dashboard_router
+from bot import composition, dashboard
 from bot.github.auth import GitHubConfigError
 from bot.github.client import GitHubClients
 from bot.github.gateway import RepoGateway
@@ -35,11 +34,14 @@ def create_app(
     spend = store if isinstance(store, Store) else None  # the daily cap counts spend there
     service = build_service(settings, launcher, github or GitHubClients(settings), spend)
     app = FastAPI(title="evalbot", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.settings = settings  # the dashboard's dependencies read these (bot/dashboard/deps.py)
+    app.state.store = spend if spend is not None else Store.from_settings(settings)
     app.include_router(
         webhook_api(secret, settings.max_body_bytes, build_router(), service, DeliveryGate(store))
     )
 
-    app.include_router(dashboard_router(settings, store))  # /dashboard (docs/dashboard.md)
+    for router in dashboard.ROUTERS:  # /dashboard (docs/dashboard.md)
+        app.include_router(router)
     app.include_router(metrics_router(store, settings.resolved_database_url))  # GET /metrics
 
     @app.get("/healthz")

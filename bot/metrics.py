@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
-from sqlalchemy import Connection, case, create_engine, func, select
+from sqlalchemy import Connection, case, func, select
 from sqlalchemy.engine import Engine
 
 from workflows.store import Store
+from workflows.store.engine import make_engine
 from workflows.store.tables import experiments, runs
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -98,7 +99,7 @@ def _provisioning_lines(connection: Connection) -> list[str]:
 
 def metrics_router(given_store: object, database_url: str) -> APIRouter:
     url = given_store.url if isinstance(given_store, Store) else database_url
-    engine = create_engine(url)
+    engine = make_engine(url)
     router = APIRouter()
 
     @router.get("/metrics")

@@ -18,8 +18,7 @@ from scipy import stats as scipy_stats
 
 from workflows.outcomes import counted
 from workflows.records import RunResult
-from workflows.store import Store
-from workflows.store.records import ExperimentRecord
+from workflows.store import ExperimentRecord, Store
 
 MAIN_TRIGGER = "main"
 

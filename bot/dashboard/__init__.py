@@ -1,5 +1,16 @@
-"""The dashboard: server-rendered pages on the bot's FastAPI app (see docs/dashboard.md)."""
+"""The dashboard: server-rendered pages on the bot's FastAPI app (see docs/dashboard.md).
 
-from bot.dashboard.routes import dashboard_router
+Routers by concern, included by `bot.app.create_app`, which also puts the settings and the store
+on `app.state` for the dependencies in deps.py.
+"""
 
-__all__ = ["dashboard_router"]
+from bot.dashboard import experiment_routes, history_routes, login_routes, transcript_routes
+
+ROUTERS = (
+    login_routes.router,
+    experiment_routes.router,
+    transcript_routes.router,
+    history_routes.router,
+)
+
+__all__ = ["ROUTERS"]

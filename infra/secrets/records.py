@@ -18,11 +18,11 @@ from infra.secrets.errors import SecretsError
 from workflows.store import StoreError
 from workflows.store.engine import (
     WRITE_OPTION,
-    create_store_engine,
+    make_engine,
     parse_url,
     translated_errors,
 )
-from workflows.store.secret_syncs import secret_syncs
+from workflows.store.tables import secret_syncs
 from workflows.store.upsert import insert
 
 
@@ -84,7 +84,7 @@ class SqlSyncRecordStore:
     def __init__(self, url: str) -> None:
         try:
             self._url = parse_url(url)
-            self._engine = create_store_engine(self._url)
+            self._engine = make_engine(self._url)
         except StoreError as error:
             raise SecretsError(str(error)) from None
 

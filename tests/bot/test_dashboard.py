@@ -14,7 +14,8 @@ import pytest
 from pydantic import SecretStr
 
 from bot.app import create_app
-from bot.dashboard import auth
+from bot.dashboard import ROUTERS, auth, login_routes
+from bot.dashboard.deps import get_user
 from bot.github.client import ClientOptions, GitHubClients
 from tests.bot.conftest import AppServer
 from tests.fakes.launcher import FakeLauncher
@@ -107,6 +108,14 @@ def test_unauthenticated_requests_are_refused(dashboard: Dashboard, path: str) -
     )
     with httpx.Client(base_url=dashboard.url, cookies={auth.COOKIE: forged}) as eve:
         assert eve.get(path).status_code == 401
+
+
+def test_every_route_but_sign_in_requires_a_user() -> None:
+    """The signed-in routers refuse anonymous requests themselves, so a new page cannot forget."""
+    for router in ROUTERS:
+        for route in router.routes:
+            guarded = any(d.dependency is get_user for d in getattr(route, "dependencies", []))
+            assert guarded == (router is not login_routes.router), getattr(route, "path", route)
 
 
 def test_login_form_sets_a_session_cookie(dashboard: Dashboard) -> None:

@@ -22,8 +22,7 @@ from workflows.outcomes import (
 )
 from workflows.records import CriterionScore, RunResult, RunStatus
 from workflows.report import build_report
-from workflows.store import Store
-from workflows.store.records import ExperimentRecord
+from workflows.store import ExperimentRecord, Store
 
 
 def test_every_status_has_exactly_one_outcome() -> None:

@@ -62,7 +62,7 @@ from workflows.redaction import Redactor
 from workflows.scoring import JudgeUnavailable, RubricError, failed_criteria
 from workflows.secret_store import SecretStoreError
 from workflows.settings import Settings
-from workflows.store.errors import StoreError
+from workflows.store.store_errors import StoreError
 
 STATE_FILE = "/out/.state.json"
 HOST_TIMEOUT_GRACE_S = 30

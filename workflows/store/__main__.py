@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from workflows.store.errors import StoreError
+from workflows.store.store_errors import StoreError
 
 USAGE = "usage: python -m workflows.store revision MESSAGE | upgrade DATABASE_URL"
 

@@ -19,7 +19,7 @@ from workflows.records import (
     SandboxUsage,
     Usage,
 )
-from workflows.store.records import ExperimentRecord, ExperimentStatus
+from workflows.store.store_records import ExperimentRecord, ExperimentStatus
 
 
 def utc_now() -> datetime:

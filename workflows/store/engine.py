@@ -1,4 +1,4 @@
-"""Engine construction for SQLite and PostgreSQL, and translation of database errors.
+"""The engine factory (`make_engine`) for SQLite and PostgreSQL; database errors, translated.
 
 SQLite is tuned for several writers (threads or worker processes) on one file: WAL journal, a busy
 timeout, and SQLAlchemy-emitted `BEGIN` so that write transactions take the write lock up front
@@ -16,7 +16,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.pool import StaticPool
 
-from workflows.store.errors import StoreError
+from workflows.store.store_errors import StoreError
 
 SUPPORTED_BACKENDS = ("sqlite", "postgresql")
 BUSY_TIMEOUT_S = 30.0
@@ -28,7 +28,7 @@ _DEFAULT_DRIVERS = {"postgresql": "postgresql+psycopg2", "postgres": "postgresql
 """SQLAlchemy 2.1 maps a bare postgresql:// to psycopg 3; evalbot ships psycopg2."""
 
 
-def parse_url(raw: str) -> URL:
+def parse_url(raw: str | URL) -> URL:
     """The URL (bare postgresql:// gets psycopg2), or a StoreError that does not repeat it."""
     try:
         url = make_url(raw)
@@ -50,27 +50,31 @@ def is_memory_sqlite(url: URL) -> bool:
     return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
 
 
-def create_store_engine(url: URL) -> Engine:
-    """A pooled, thread-safe engine for `url` (already checked by `parse_url`)."""
+def make_engine(url: str | URL) -> Engine:
+    """The one place evalbot builds a database engine: pooled and thread-safe, PostgreSQL with
+    pre-ping, SQLite tuned for several writers (module docstring). StoreError on a bad URL."""
+    url = parse_url(url)
     try:
-        if url.get_backend_name() == "sqlite":
-            return _sqlite_engine(url)
-        return create_engine(url, pool_pre_ping=True)
+        engine = create_engine(url, **_engine_options(url))
     except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ImportError) as exc:
         raise StoreError(
             f"Cannot use the database URL {safe_url(url)}: {_first_line(exc)}."
         ) from None
-
-
-def _sqlite_engine(url: URL) -> Engine:
-    memory = is_memory_sqlite(url)
-    extra: dict[str, Any] = {"poolclass": StaticPool} if memory else {}
-    engine = create_engine(
-        url, connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False}, **extra
-    )
-    event.listen(engine, "connect", _sqlite_on_connect(wal=not memory))
-    event.listen(engine, "begin", _sqlite_begin)
+    if url.get_backend_name() == "sqlite":
+        event.listen(engine, "connect", _sqlite_on_connect(wal=not is_memory_sqlite(url)))
+        event.listen(engine, "begin", _sqlite_begin)
     return engine
+
+
+def _engine_options(url: URL) -> dict[str, Any]:
+    if url.get_backend_name() != "sqlite":
+        return {"pool_pre_ping": True}
+    options: dict[str, Any] = {
+        "connect_args": {"timeout": BUSY_TIMEOUT_S, "check_same_thread": False}
+    }
+    if is_memory_sqlite(url):
+        options["poolclass"] = StaticPool  # one shared connection: the database lives in it
+    return options
 
 
 def _sqlite_on_connect(*, wal: bool) -> Any:

@@ -1,10 +1,6 @@
-"""The `prewarmed_images` table: every prewarmed image a provider holds (docs/prewarm.md).
-
-One row per image: the agent repository it was built from, the commit, the provider and its image
-reference (a snapshot folder for `local`, a named image for `modal`), how long the build took, its
-size, when it was built and when a prewarm run last found it still current (`checked_at`). The
-`evalbot prewarm` command writes it; `prewarm status` and retention read it. Registered in
-`workflows.store.tables`' metadata; created by migration 0004.
+"""Reading and writing the `prewarmed_images` table: every prewarmed image a provider holds
+(docs/prewarm.md). `PrewarmRecord` is one row (the table is `tables.PrewarmedImageRow`, created by
+migration 0004). The `evalbot prewarm` command writes it; `prewarm status` and retention read it.
 """
 
 from __future__ import annotations
@@ -13,29 +9,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import BigInteger, DateTime, Float, String, Text, delete, select, update
-from sqlmodel import Field
+from sqlalchemy import delete, select, update
 
-from workflows.store.engine import WRITE_OPTION, create_store_engine, parse_url, translated_errors
-from workflows.store.tables import StoreModel
-
-
-class PrewarmedImageRow(StoreModel, table=True):
-    """One prewarmed image (see PrewarmRecord)."""
-
-    __tablename__ = "prewarmed_images"
-
-    provider: str = Field(primary_key=True, sa_type=String(32))
-    reference: str = Field(primary_key=True, sa_type=Text)
-    repo: str = Field(sa_type=Text, index=True)
-    commit: str = Field(sa_type=String(64))
-    build_seconds: float = Field(sa_type=Float)
-    size_bytes: int | None = Field(default=None, sa_type=BigInteger)
-    created_at: datetime = Field(sa_type=DateTime(timezone=True))
-    checked_at: datetime = Field(sa_type=DateTime(timezone=True))
-
-
-prewarmed_images = StoreModel.metadata.tables["prewarmed_images"]
+from workflows.store.engine import WRITE_OPTION, make_engine, parse_url, translated_errors
+from workflows.store.tables import prewarmed_images
 
 
 class PrewarmRecord(BaseModel):
@@ -61,7 +38,7 @@ class PrewarmRecords:
 
     def __init__(self, url: str) -> None:
         self._url = parse_url(url)
-        self._engine = create_store_engine(self._url)
+        self._engine = make_engine(self._url)
         self._writer = self._engine.execution_options(**{WRITE_OPTION: True})
 
     def close(self) -> None:

@@ -14,9 +14,9 @@ from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 
-from workflows.store.engine import WRITE_OPTION, create_store_engine, parse_url
-from workflows.store.errors import StoreError
+from workflows.store.engine import WRITE_OPTION, make_engine
 from workflows.store.schema import alembic_config, head_revision, schema_diff, upgrade
+from workflows.store.store_errors import StoreError
 
 
 def next_revision_id(head: str | None) -> str:
@@ -27,7 +27,7 @@ def next_revision_id(head: str | None) -> str:
 def write_revision(message: str) -> Path:
     """Autogenerate a revision for what the tables have and the migrations lack; return its path."""
     with tempfile.TemporaryDirectory(prefix="evalbot-revise-") as scratch:
-        engine = create_store_engine(parse_url(f"sqlite:///{Path(scratch) / 'scratch.db'}"))
+        engine = make_engine(f"sqlite:///{Path(scratch) / 'scratch.db'}")
         try:
             upgrade(engine)
             if not schema_diff(engine):

@@ -25,14 +25,14 @@ from workflows.settings import Settings
 from workflows.store import convert, schema
 from workflows.store.engine import (
     WRITE_OPTION,
-    create_store_engine,
     is_memory_sqlite,
+    make_engine,
     parse_url,
     safe_url,
     translated_errors,
 )
-from workflows.store.errors import StoreError
-from workflows.store.records import ExperimentRecord, ExperimentStatus
+from workflows.store.store_errors import StoreError
+from workflows.store.store_records import ExperimentRecord, ExperimentStatus
 from workflows.store.tables import (
     arms,
     criterion_scores,
@@ -48,7 +48,7 @@ class Store:
 
     def __init__(self, url: str) -> None:
         self._url = parse_url(url)
-        self._engine = create_store_engine(self._url)
+        self._engine = make_engine(self._url)
         self._writer = self._engine.execution_options(**{WRITE_OPTION: True})
         # An in-memory SQLite database is one shared connection: serialize its transactions.
         self._lock: Any = threading.RLock() if is_memory_sqlite(self._url) else nullcontext()

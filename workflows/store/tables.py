@@ -1,4 +1,5 @@
-"""The sqlmodel tables, named by role. Their metadata is what the migrations must produce.
+"""Every sqlmodel table of the evalbot database, declared here and nowhere else. Their metadata is
+what the migrations must produce (migrations/env.py, schema.py and revise.py read it from here).
 
 Tables share a private `MetaData` (not `SQLModel.metadata`) with a naming convention, so constraint
 and index names are the same on SQLite and PostgreSQL and other sqlmodel users cannot leak tables
@@ -10,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, Index, MetaData, String, Text
+from sqlalchemy import JSON, BigInteger, DateTime, Float, Index, MetaData, String, Text
 from sqlmodel import Field, SQLModel
 
 NAMING_CONVENTION = {
@@ -124,12 +125,47 @@ class WebhookDeliveryRow(StoreModel, table=True):
     received_at: datetime = _timestamp()
 
 
+class SecretSyncRow(StoreModel, table=True):
+    """The last successful Vault -> provider sync of one secret group: key names, versions, keyed
+    fingerprints and times, never a secret value (infra/secrets/records.py: SyncRecord)."""
+
+    __tablename__ = "secret_syncs"
+
+    group_name: str = Field(primary_key=True, sa_type=String)
+    vault_path: str = Field(sa_type=Text)
+    vault_version: int
+    vault_created_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+    keys: list[str] = Field(sa_type=JSON)
+    key_fingerprints: dict[str, Any] = Field(sa_type=JSON)
+    fingerprint: str = Field(sa_type=String(80))
+    sink: str = Field(sa_type=String(32))
+    synced_at: datetime = Field(sa_type=DateTime(timezone=True))
+    changed_at: datetime = Field(sa_type=DateTime(timezone=True))
+
+
+class PrewarmedImageRow(StoreModel, table=True):
+    """One prewarmed image a provider holds (docs/prewarm.md; prewarmed_images.py: PrewarmRecord):
+    the agent repository and commit it was built from, the provider's image reference (a snapshot
+    folder for `local`, a named image for `modal`), build time, size, when it was built and when a
+    prewarm run last found it still current (`checked_at`)."""
+
+    __tablename__ = "prewarmed_images"
+
+    provider: str = Field(primary_key=True, sa_type=String(32))
+    reference: str = Field(primary_key=True, sa_type=Text)
+    repo: str = Field(sa_type=Text, index=True)
+    commit: str = Field(sa_type=String(64))
+    build_seconds: float = Field(sa_type=Float)
+    size_bytes: int | None = Field(default=None, sa_type=BigInteger)
+    created_at: datetime = Field(sa_type=DateTime(timezone=True))
+    checked_at: datetime = Field(sa_type=DateTime(timezone=True))
+
+
 metadata = StoreModel.metadata
 experiments = metadata.tables["experiments"]
 arms = metadata.tables["arms"]
 runs = metadata.tables["runs"]
 criterion_scores = metadata.tables["criterion_scores"]
 webhook_deliveries = metadata.tables["webhook_deliveries"]
-
-import workflows.store.secret_syncs  # noqa: E402, F401  (registers the secret_syncs table)
-from workflows.store import prewarmed_images  # noqa: E402, F401  (registers its table)
+secret_syncs = metadata.tables["secret_syncs"]
+prewarmed_images = metadata.tables["prewarmed_images"]

@@ -1,0 +1,51 @@
+"""What the dashboard's routes depend on, as FastAPI dependencies: the settings and the store that
+`bot.app.create_app` puts on `app.state`, and the signed-in user (auth.py).
+
+Routes take them as annotated parameters (`store: StoreDep`, `user: UserDep`). Every page but
+sign-in hangs on a `signed_in_router()`, whose dependency refuses a request before its route runs:
+401, or a redirect to the login form for a browser asking for HTML.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+
+from bot.dashboard import auth
+from workflows.settings import Settings
+from workflows.store import Store
+
+PREFIX = "/dashboard"
+
+
+def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_store(request: Request) -> Store:
+    store: Store = request.app.state.store
+    return store
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+StoreDep = Annotated[Store, Depends(get_store)]
+
+
+def get_user(request: Request, settings: SettingsDep) -> str:
+    """The signed-in user (a GitHub login, or 'token'); anyone else is refused (module doc)."""
+    try:
+        return auth.authenticate(settings, request)
+    except auth.Unauthenticated as error:
+        if "text/html" in request.headers.get("accept", ""):
+            raise HTTPException(303, headers={"Location": f"{PREFIX}/login"}) from None
+        raise HTTPException(401, str(error), headers={"WWW-Authenticate": "Bearer"}) from None
+
+
+UserDep = Annotated[str, Depends(get_user)]
+
+
+def signed_in_router() -> APIRouter:
+    """A router under /dashboard whose every route requires a signed-in user."""
+    return APIRouter(prefix=PREFIX, dependencies=[Depends(get_user)])

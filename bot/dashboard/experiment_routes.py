@@ -1,0 +1,120 @@
+"""The experiments list (with its filters) and an experiment's page: the diff table, and per case
+each arm's trials side by side with answer, grades, wall time, cost and a transcript link."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import asdict, dataclass
+from typing import Annotated, Any
+
+import anyio
+from fastapi import Depends, HTTPException
+from fastapi.responses import HTMLResponse
+
+from bot.dashboard.deps import StoreDep, UserDep, signed_in_router
+from bot.dashboard.pages import page
+from bot.dashboard.run_outputs import answer_of, transcript_path
+from bot.render import render_html
+from workflows.catalog.models import ExperimentSpec
+from workflows.records import RunResult
+from workflows.report import build_report
+from workflows.store import ExperimentRecord, Store, StoreError
+
+BODY = re.compile(r"<body[^>]*>(.*)</body>", re.S)
+LIST_LIMIT = 500
+
+router = signed_in_router()
+
+
+@dataclass(frozen=True)
+class ListFilters:
+    """The list's query parameters; an empty one matches anything."""
+
+    repo: str = ""
+    pr: str = ""
+    dataset: str = ""
+    state: str = ""
+    trigger: str = ""
+
+    def keep(self, record: ExperimentRecord) -> bool:
+        """The filters the store does not apply itself (dataset and state it does)."""
+        spec = record.spec
+        repo_name = spec.labels.get("github_repo", spec.repo)
+        return (
+            (not self.repo or self.repo in (repo_name, spec.repo))
+            and (not self.pr or spec.labels.get("pull_request") == self.pr)
+            and (not self.trigger or spec.trigger == self.trigger)
+        )
+
+
+@router.get("/", response_class=HTMLResponse)
+async def experiments(
+    store: StoreDep, user: UserDep, filters: Annotated[ListFilters, Depends()]
+) -> HTMLResponse:
+    records = await _list_experiments(store, filters)
+    rows = [record for record in records if filters.keep(record)]
+    return page("list.html.j2", user=user, rows=rows, filters=asdict(filters))
+
+
+@router.get("/experiments/{experiment_id}", response_class=HTMLResponse)
+async def experiment(experiment_id: str, store: StoreDep, user: UserDep) -> HTMLResponse:
+    record = store.get_experiment(experiment_id)
+    if record is None:
+        raise HTTPException(404, f"no experiment '{experiment_id}'")
+    runs = await anyio.to_thread.run_sync(store.list_runs, experiment_id)
+    return page("experiment.html.j2", user=user, record=record, **experiment_view(record, runs))
+
+
+async def _list_experiments(store: Store, filters: ListFilters) -> list[ExperimentRecord]:
+    query = functools.partial(
+        store.list_experiments,
+        dataset=filters.dataset or None,
+        status=filters.state or None,
+        limit=LIST_LIMIT,
+    )
+    try:
+        return await anyio.to_thread.run_sync(query)
+    except StoreError as error:  # e.g. an unknown state
+        raise HTTPException(400, str(error)) from None
+
+
+def experiment_view(record: ExperimentRecord, runs: list[RunResult]) -> dict[str, Any]:
+    """The experiment page's report, its diff table (bot.render's HTML body) and cases."""
+    report = build_report(record.spec, runs)
+    match = BODY.search(render_html(report))
+    base = report.baseline
+    head = report.comparisons[0].head if report.comparisons else base
+    return {
+        "report": report,
+        "table": match.group(1) if match else "",
+        "cases": side_by_side(record.spec, runs, base, head),
+        "base": base,
+        "head": head,
+    }
+
+
+def side_by_side(spec: ExperimentSpec, runs: list[RunResult], base: str, head: str) -> list[Any]:
+    """Per case: each arm's runs with answer, criteria (grade, rationale), wall time and cost."""
+    by_key: dict[tuple[str, str], list[RunResult]] = {}
+    for run in sorted(runs, key=lambda r: r.trial):
+        by_key.setdefault((run.case_id, run.arm), []).append(run)
+    return [
+        {
+            "case_id": case_id,
+            "arms": [
+                {"name": arm, "runs": [_run_view(r) for r in by_key.get((case_id, arm), [])]}
+                for arm in (base, head)
+            ],
+        }
+        for case_id in spec.case_ids
+    ]
+
+
+def _run_view(run: RunResult) -> dict[str, Any]:
+    return {
+        "run": run,
+        "answer": answer_of(run),
+        "cost": run.usage.cost_usd + run.sandbox.cost_usd,
+        "transcript": transcript_path(run) is not None,
+    }
