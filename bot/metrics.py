@@ -98,8 +98,7 @@ def _provisioning_lines(connection: Connection) -> list[str]:
 
 
 def metrics_router(given_store: object, database_url: str) -> APIRouter:
-    url = given_store.url if isinstance(given_store, Store) else database_url
-    engine = make_engine(url)
+    engine = given_store.engine if isinstance(given_store, Store) else make_engine(database_url)
     router = APIRouter()
 
     @router.get("/metrics")

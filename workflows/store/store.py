@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import Connection, case, delete, func, select, update
+from sqlalchemy import Connection, Engine, case, delete, func, select, update
 from sqlalchemy import exc as sa_exc
 
 from workflows.catalog.models import ExperimentSpec
@@ -65,6 +65,12 @@ class Store:
     def url(self) -> str:
         """The database URL with any password masked."""
         return safe_url(self._url)
+
+    @property
+    def engine(self) -> Engine:
+        """The store's engine, for read-only queries elsewhere (bot/metrics.py): the masked `url`
+        cannot be used to connect."""
+        return self._engine
 
     @property
     def dialect(self) -> str:
