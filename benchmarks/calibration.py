@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from results_file import RESULTS, write_section
 from scipy import integrate
 from scipy import stats as sps
 from scipy.special import expit, logit
@@ -46,8 +47,7 @@ sys.path.insert(0, str(ROOT))
 from workflows.outcomes import InfrastructureLoss  # noqa: E402
 from workflows.stats import ALPHA, PairedComparison, Verdict, paired_comparison  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
-START, END = "<!-- calibration:start -->", "<!-- calibration:end -->"
+SECTION = "calibration"  # its markers in RESULTS.md (results_file.py)
 HEADING = "## Calibration"
 RUNS = 10_000  # A/A experiments per shape, and as many with an effect
 SEED = 20_240_601
@@ -371,7 +371,6 @@ def section(rows: list[Row], runs: int, seconds: float) -> str:
     machine = f"{platform.machine()}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.1f}"
     return "\n".join(
         [
-            START,
             HEADING,
             "",
             "`.venv/bin/python benchmarks/calibration.py --write` simulates, per shape of data, "
@@ -391,18 +390,8 @@ def section(rows: list[Row], runs: int, seconds: float) -> str:
             *table(rows),
             "",
             summary(rows),
-            END,
         ]
     )
-
-
-def write(text: str) -> None:
-    current = RESULTS.read_text() if RESULTS.is_file() else "# Benchmark results\n"
-    if START in current and END in current:
-        updated = current.split(START)[0] + text + current.split(END, 1)[1]
-    else:
-        updated = current.rstrip("\n") + "\n\n" + text + "\n"
-    RESULTS.write_text(updated)
 
 
 def main() -> int:
@@ -418,7 +407,7 @@ def main() -> int:
     text = section(rows, options.runs, time.perf_counter() - started)
     print(text)
     if options.write:
-        write(text)
+        write_section(SECTION, text)
         print(f"(written to {RESULTS.relative_to(ROOT)})")
     return 0 if all(row.goal != "NO" for row in rows) else 1
 
