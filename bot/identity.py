@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+BASE_ARM = "base"  # a PR experiment's arms: the PR's base commit, and its head
+HEAD_ARM = "head"
 SHA_CHARS = 12
 ID_PATTERN = re.compile(
     r"^gh/(?P<repo>[^/]+/[^/]+)/pr(?P<number>\d+)/(?P<dataset>[^/]+)/(?P<sha>[0-9a-f]{12})$"

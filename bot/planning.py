@@ -18,15 +18,13 @@ from pathlib import Path
 
 from bot.github.types import PullInfo
 from bot.grammar import StartEval
-from bot.identity import experiment_id
+from bot.identity import BASE_ARM, HEAD_ARM, experiment_id
 from workflows.budget import budget_label, effective_budget
 from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine.planning import plan_experiment
 from workflows.settings import Settings
 from workflows.store import Store
 
-BASE_ARM = "base"
-HEAD_ARM = "head"
 TRIGGER = "github"
 
 Signature = tuple[tuple[str, int, int], ...]

@@ -24,7 +24,7 @@ from bot.github.auth import GitHubConfigError
 from bot.github.client import GitHubClients
 from bot.github.gateway import CheckRunUpdate, RepoGateway, is_retryable
 from bot.github.types import ReporterRef
-from bot.planning import HEAD_ARM
+from bot.identity import HEAD_ARM
 from bot.render import render_markdown
 from workflows.catalog.models import ExperimentSpec
 from workflows.engine.activities import ReportActivities

@@ -29,7 +29,7 @@ from pydantic import SecretStr
 from temporalio.client import Client
 
 from bot.github import report_comment as rc
-from bot.planning import BASE_ARM, HEAD_ARM
+from bot.identity import BASE_ARM, HEAD_ARM
 from bot.render import render_markdown
 from tests.fakes.github_server import FakeGitHub
 from workflows.catalog.models import ArmSpec, ExperimentSpec
