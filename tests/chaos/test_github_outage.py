@@ -92,10 +92,12 @@ async def test_github_outage_for_a_minute(
         tmp_path,
         temporal_server.address,
         flaky,
-        github_webhook_secret=SECRET,
-        github_timeout_s=CLIENT_TIMEOUT_S,
-        max_trials=10,
-        max_cases=10,
+        github={
+            "webhook_secret": SECRET,
+            "timeout_s": CLIENT_TIMEOUT_S,
+            "max_trials": 10,
+            "max_cases": 10,
+        },
     )
     pull = pull_json()
     pull["number"], pull["head"]["sha"], pull["base"]["sha"] = PR, agent.head, agent.base
