@@ -563,24 +563,29 @@ class Settings(BaseSettings):
 
     @property
     def resolved_database_url(self) -> str:
+        """store.database_url, or SQLite at <data_dir>/evalbot.db."""
         if self.store.database_url:
             return self.store.database_url
         return f"sqlite:///{(self.data_dir / 'evalbot.db').resolve()}"
 
     @property
     def blob_dir(self) -> Path:
+        """<data_dir>/blobs: transcripts, answers and artifacts of the runs."""
         return self.data_dir / "blobs"
 
     @property
     def resolved_judge_cache_dir(self) -> Path:
+        """judge.cache_dir, or <data_dir>/judge-cache."""
         return self.judge.cache_dir or self.data_dir / "judge-cache"
 
     @property
     def sandbox_dir(self) -> Path:
+        """<data_dir>/sandboxes: the sandboxes of the on-machine providers."""
         return self.data_dir / "sandboxes"
 
     @property
     def image_dir(self) -> Path:
+        """<data_dir>/images: built and prewarmed images of the on-machine providers."""
         return self.data_dir / "images"
 
     @property
