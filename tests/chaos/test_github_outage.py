@@ -88,10 +88,7 @@ async def test_github_outage_for_a_minute(
     agent: ChaosAgent, flaky: FlakyGitHub, temporal_server: DevServer, tmp_path: Path
 ) -> None:
     write_catalog(tmp_path / "catalog")
-    settings = chaos_settings(
-        tmp_path,
-        temporal_server.address,
-        flaky,
+    settings = chaos_settings(tmp_path, temporal_server.address, flaky).with_changes(
         github={
             "webhook_secret": SECRET,
             "timeout_s": CLIENT_TIMEOUT_S,
