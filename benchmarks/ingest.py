@@ -56,9 +56,7 @@ def settings_for(root: Path):  # type: ignore[no-untyped-def]
     from workflows.settings import Settings
 
     return Settings(
-        data_dir=root / "state",
-        catalog_root=root / "catalog",
-        judge_api_key=SECRET,
+        data_dir=root / "state", catalog_root=root / "catalog", judge={"api_key": SECRET}
     )
 
 

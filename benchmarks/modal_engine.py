@@ -76,7 +76,7 @@ class Scenario:
     name: str
     cases: int
     note: str
-    settings: dict[str, Any] = field(default_factory=dict)  # Settings fields changed from default
+    settings: dict[str, Any] = field(default_factory=dict)  # Settings.with_changes(**settings)
     arms: int = 4
     trials: int = 5
 
@@ -92,10 +92,10 @@ SCENARIOS = [
         "queue-4/s",
         25,
         "provision queue 4/s (under the server's 5/s)",
-        {"provision_rate_per_s": 4.0},
+        {"sandbox": {"provision_rate_per_s": 4.0}},
     ),
     Scenario(
-        "queue-only", 25, "provision queue 5/s, no client bucket", {"modal_creates_per_s": 0.0}
+        "queue-only", 25, "provision queue 5/s, no client bucket", {"modal": {"creates_per_s": 0.0}}
     ),
 ]
 
@@ -115,11 +115,8 @@ async def run_scenario(scenario: Scenario, root: Path) -> dict[str, Any]:
     write_catalog(root / "catalog", scenario.cases)
     commits = write_agent(root / "agent", scenario.arms, AGENT_TOML)
     settings = Settings(
-        data_dir=root / "state",
-        catalog_root=root / "catalog",
-        provider="modal",
-        **scenario.settings,
-    )
+        data_dir=root / "state", catalog_root=root / "catalog", sandbox={"provider": "modal"}
+    ).with_changes(**scenario.settings)
     cloud = FakeModal(
         root / "cloud",
         start_latency_s=START_LATENCY_S,

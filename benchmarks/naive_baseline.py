@@ -1,6 +1,7 @@
 """The naive design the issue measures against: one child workflow per cell running five sequential
 trivial activities, all on one task queue, no sandbox and no store. Used by orchestration.py as the
-same-run baseline, with the workflow runner evalbot's worker has (Settings.workflow_sandbox);
+same-run baseline, with the workflow runner evalbot's worker has
+(Settings.temporal.workflow_sandbox);
 `python naive_baseline.py ADDRESS QUEUE [sandboxed]` runs one more worker process for it."""
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ from workflows.engine.grading import CaseGrader
 from workflows.engine.planning import plan_experiment
 from workflows.engine.workflows import batch_size
 from workflows.providers import create_provider
-from workflows.settings import Settings
+from workflows.settings import SandboxSettings, Settings
 
 
 async def history_events_per_cell(
@@ -127,15 +127,15 @@ def worker_env(settings: Settings, address: str) -> dict[str, str]:
         "EVALBOT_TEMPORAL_ADDRESS": address,
         "EVALBOT_DATA_DIR": str(settings.data_dir),
         "EVALBOT_CATALOG_ROOT": str(settings.catalog_root),
-        "EVALBOT_PROVIDER": settings.provider,
+        "EVALBOT_PROVIDER": settings.sandbox.provider,
         "EVALBOT_ALLOW_PROCESS_PROVIDER": "true",
-        "EVALBOT_MAX_CONCURRENT_RUNS": str(settings.max_concurrent_runs),
-        "EVALBOT_MAX_CONCURRENT_COLLECT": str(settings.max_concurrent_collect),
-        "EVALBOT_MAX_CONCURRENT_SCORE": str(settings.max_concurrent_score),
-        "EVALBOT_POLL_INTERVAL_S": str(settings.poll_interval_s),
-        "EVALBOT_LOCAL_STAGE_MAX_S": str(settings.local_stage_max_s),
-        "EVALBOT_RUN_BATCH_SIZE": str(settings.run_batch_size),
-        "EVALBOT_WORKFLOW_SANDBOX": str(settings.workflow_sandbox).lower(),
+        "EVALBOT_MAX_CONCURRENT_RUNS": str(settings.sandbox.max_concurrent_runs),
+        "EVALBOT_MAX_CONCURRENT_COLLECT": str(settings.sandbox.max_concurrent_collect),
+        "EVALBOT_MAX_CONCURRENT_SCORE": str(settings.sandbox.max_concurrent_score),
+        "EVALBOT_POLL_INTERVAL_S": str(settings.sandbox.poll_interval_s),
+        "EVALBOT_LOCAL_STAGE_MAX_S": str(settings.sandbox.local_stage_max_s),
+        "EVALBOT_RUN_BATCH_SIZE": str(settings.sandbox.run_batch_size),
+        "EVALBOT_WORKFLOW_SANDBOX": str(settings.temporal.workflow_sandbox).lower(),
     }
 
 
@@ -149,16 +149,18 @@ async def main(options: argparse.Namespace) -> None:
         settings = Settings(
             data_dir=root / "state",
             catalog_root=root / "catalog",
-            provider="process",
-            allow_process_provider=True,
-            max_concurrent_runs=64,
-            max_concurrent_collect=32,
-            max_concurrent_score=32,
-            experiment_parallelism=options.parallelism,
-            poll_interval_s=0.2,
-            local_stage_max_s=options.local_stage_max_s,
-            run_batch_size=options.run_batch,
-            workflow_sandbox=options.workflow_sandbox,
+            sandbox={
+                "provider": "process",
+                "allow_process_provider": True,
+                "max_concurrent_runs": 64,
+                "max_concurrent_collect": 32,
+                "max_concurrent_score": 32,
+                "experiment_parallelism": options.parallelism,
+                "poll_interval_s": 0.2,
+                "local_stage_max_s": options.local_stage_max_s,
+                "run_batch_size": options.run_batch,
+            },
+            temporal={"workflow_sandbox": options.workflow_sandbox},
         )
         store = open_store(settings)
         arm_specs = [ArmSpec(name=f"arm{i}", ref=c, commit=c) for i, c in enumerate(commits)]
@@ -184,10 +186,10 @@ async def main(options: argparse.Namespace) -> None:
                 session.address,
                 len(run_ids),
                 options.workers,
-                settings.workflow_sandbox,
-                settings.resolved_experiment_parallelism,
+                settings.temporal.workflow_sandbox,
+                settings.sandbox.resolved_experiment_parallelism,
             )
-            batch = batch_size(settings.run_batch_size, naive_run.parallel)
+            batch = batch_size(settings.sandbox.run_batch_size, naive_run.parallel)
             floors = (
                 {b: await naive(naive_run, True, b) for b in {1, batch}} if options.floor else {}
             )
@@ -198,7 +200,7 @@ async def main(options: argparse.Namespace) -> None:
         print(f"machine: {platform.node()} {platform.machine()}, {_cpus()} cores")
         print(f"cells: {cells} ({cases} cases x {arms} arms x {trials} trials), provider process")
         placement = "local activities" if options.local_stage_max_s else "regular activities"
-        runner = "sandboxed" if settings.workflow_sandbox else "unsandboxed"
+        runner = "sandboxed" if settings.temporal.workflow_sandbox else "unsandboxed"
         print(
             f"worker processes: {options.workers}; execute/collect/score as {placement}; "
             f"{runner} workflow runner (both designs); {len(executions)} run workflows "
@@ -241,6 +243,6 @@ if __name__ == "__main__":
     parser.add_argument("--floor", action="store_true")
     parser.add_argument("--parallelism", type=int, default=0)
     parser.add_argument(
-        "--run-batch", type=int, default=Settings.model_fields["run_batch_size"].default
+        "--run-batch", type=int, default=SandboxSettings.model_fields["run_batch_size"].default
     )
     asyncio.run(main(parser.parse_args()))

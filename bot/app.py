@@ -37,7 +37,9 @@ def create_app(
     app.state.settings = settings  # the dashboard's dependencies read these (bot/dashboard/deps.py)
     app.state.store = spend if spend is not None else Store.from_settings(settings)
     app.include_router(
-        webhook_api(secret, settings.max_body_bytes, build_router(), service, DeliveryGate(store))
+        webhook_api(
+            secret, settings.github.max_body_bytes, build_router(), service, DeliveryGate(store)
+        )
     )
 
     for router in dashboard.ROUTERS:  # /dashboard (docs/dashboard.md)
@@ -63,7 +65,7 @@ def app_from_environment() -> FastAPI:
 
 
 def webhook_secret(settings: Settings) -> bytes:
-    secret = settings.github_webhook_secret
+    secret = settings.github.webhook_secret
     if secret is None or not secret.get_secret_value():
         raise GitHubConfigError(
             "EVALBOT_GITHUB_WEBHOOK_SECRET is not set; the bot refuses unsigned webhooks"

@@ -49,31 +49,31 @@ def extra_activities(settings: Settings, store: Store) -> list[Callable[..., Any
 def build_judge(settings: Settings) -> LlmJudge | None:
     """The LLM judge for `llm` criteria, or None (they are then "not judged") when no judge URL
     is set. The key comes from EVALBOT_JUDGE_API_KEY or the local secret store."""
-    if not settings.judge_base_url:
+    if not settings.judge.base_url:
         return None
     config = JudgeConfig(
-        base_url=settings.judge_base_url,
-        model=settings.judge_model,
+        base_url=settings.judge.base_url,
+        model=settings.judge.model,
         api_key=_judge_key(settings),
-        timeout_s=settings.judge_timeout_s,
-        max_attempts=settings.judge_max_attempts,
-        malformed_attempts=settings.judge_malformed_attempts,
-        rate_per_s=settings.judge_rate_per_s,
-        burst=settings.judge_burst,
-        concurrency=settings.judge_concurrency,
-        temperature=settings.judge_temperature,
+        timeout_s=settings.judge.timeout_s,
+        max_attempts=settings.judge.max_attempts,
+        malformed_attempts=settings.judge.malformed_attempts,
+        rate_per_s=settings.judge.rate_per_s,
+        burst=settings.judge.burst,
+        concurrency=settings.judge.concurrency,
+        temperature=settings.judge.temperature,
         cache_dir=settings.resolved_judge_cache_dir,
-        input_usd_per_mtok=settings.judge_input_usd_per_mtok,
-        output_usd_per_mtok=settings.judge_output_usd_per_mtok,
+        input_usd_per_mtok=settings.judge.input_usd_per_mtok,
+        output_usd_per_mtok=settings.judge.output_usd_per_mtok,
     )
     return LlmJudge(config)
 
 
 def _judge_key(settings: Settings) -> SecretStr | None:
-    if settings.judge_api_key is not None or settings.judge_secret_group is None:
-        return settings.judge_api_key
-    group = LocalSecretStore.from_settings(settings).read_group(settings.judge_secret_group)
-    value = group.get(settings.judge_secret_name)
+    if settings.judge.api_key is not None or settings.judge.secret_group is None:
+        return settings.judge.api_key
+    group = LocalSecretStore.from_settings(settings).read_group(settings.judge.secret_group)
+    value = group.get(settings.judge.secret_name)
     return SecretStr(value) if value else None
 
 

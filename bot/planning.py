@@ -136,13 +136,13 @@ def _labels(pull: PullInfo, request: StartEval, requested_by: str) -> dict[str, 
 
 
 def _check_limits(settings: Settings, spec: ExperimentSpec) -> None:
-    if len(spec.case_ids) > settings.max_cases:
+    if len(spec.case_ids) > settings.github.max_cases:
         raise LimitError(
             f"this selects {len(spec.case_ids)} cases, more than the limit of "
-            f"{settings.max_cases}; narrow it with --cases"
+            f"{settings.github.max_cases}; narrow it with --cases"
         )
-    if spec.trials > settings.max_trials:
+    if spec.trials > settings.github.max_trials:
         raise LimitError(
             f"the dataset's default of {spec.trials} trials is over the limit of "
-            f"{settings.max_trials}; pass --trials"
+            f"{settings.github.max_trials}; pass --trials"
         )

@@ -110,7 +110,7 @@ class EvalService:
             await self._reply(gw, origin, replies.refusal(origin.actor, verdict.reason))
             return Outcome("refused", "no write access")
         try:
-            command = parse_command(body, max_trials=self.settings.max_trials)
+            command = parse_command(body, max_trials=self.settings.github.max_trials)
         except GrammarError as error:
             return await self._reject(gw, origin, str(error))
         assert command is not None  # eval_line() said this is an /eval comment

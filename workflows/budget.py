@@ -140,9 +140,9 @@ def default_budget(settings: Settings, *names: str) -> float | None:
     repository's names found there (the bot tries `owner/name`, then the clone URL; the CLI its
     --repo), else EVALBOT_BUDGET_USD, else None (no budget)."""
     for name in names:
-        if name in settings.repo_budgets_usd:
-            return settings.repo_budgets_usd[name]
-    return settings.budget_usd
+        if name in settings.budget.per_repo_usd:
+            return settings.budget.per_repo_usd[name]
+    return settings.budget.default_usd
 
 
 def budget_label(budget: float | None) -> dict[str, str]:
@@ -167,11 +167,11 @@ def effective_budget(
     budget = budget_usd
     if budget is None:
         budget = default_budget(settings, *aliases, repo)
-    if settings.daily_cap_usd is None:
+    if settings.budget.daily_cap_usd is None:
         return budget
     if store is None:
         raise TypeError("the daily cap needs the store, to count what was spent today")
-    left = _left_today(settings.daily_cap_usd, store, repo)
+    left = _left_today(settings.budget.daily_cap_usd, store, repo)
     return left if budget is None else min(budget, left)
 
 
@@ -184,9 +184,9 @@ def rerun_terms(
     budget if that is lower. Raises BudgetExhausted when the cap is spent, as for a new
     experiment."""
     spent_usd = spent(store.list_runs(spec.experiment_id))
-    if settings.daily_cap_usd is None:
+    if settings.budget.daily_cap_usd is None:
         return spec, spent_usd
-    allowed = spent_usd + _left_today(settings.daily_cap_usd, store, spec.repo)
+    allowed = spent_usd + _left_today(settings.budget.daily_cap_usd, store, spec.repo)
     own = budget_from_labels(spec.labels)
     budget = allowed if own is None else min(own, allowed)
     return spec.model_copy(update={"labels": {**spec.labels, **budget_label(budget)}}), spent_usd

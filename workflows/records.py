@@ -77,7 +77,7 @@ class SandboxUsage(BaseModel):
     billed_cpu_seconds: float = Field(0.0, description="Core-seconds billed (used or reserved).")
     memory_gib_seconds: float = Field(0.0, description="Memory billed, GiB x seconds.")
     sandbox_seconds: float = Field(0.0, description="How long the sandbox existed.")
-    cost_usd: float = Field(0.0, description="Estimate from settings.sandbox_prices.")
+    cost_usd: float = Field(0.0, description="Estimate from settings.sandbox.prices.")
 
 
 class RunResult(BaseModel):

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 
 from workflows.secret_store import LocalSecretStore
 from workflows.settings import Settings
@@ -255,6 +255,13 @@ class RedactingFilter(logging.Filter):
         return True
 
 
-def _settings_secrets(settings: Settings) -> list[str]:
-    values = (getattr(settings, name) for name in type(settings).model_fields)
-    return [v.get_secret_value() for v in values if isinstance(v, SecretStr)]
+def _settings_secrets(settings: BaseModel) -> list[str]:
+    """Every SecretStr set in `settings`, in its groups too (`settings.github.token`)."""
+    found: list[str] = []
+    for name in type(settings).model_fields:
+        value = getattr(settings, name)
+        if isinstance(value, SecretStr):
+            found.append(value.get_secret_value())
+        elif isinstance(value, BaseModel):
+            found += _settings_secrets(value)
+    return found

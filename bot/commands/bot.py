@@ -52,7 +52,7 @@ def serve_command(settings: Settings, host: str, port: int, workers: bool, proce
         clients = GitHubClients(settings)
     except GitHubConfigError as error:
         raise CommandError.bad_input(str(error)) from None
-    if processes > 1 and (workers or not settings.temporal_address):
+    if processes > 1 and (workers or not settings.temporal.address):
         raise CommandError.bad_input(
             "--processes above 1 needs EVALBOT_TEMPORAL_ADDRESS and no --workers"
         )
@@ -83,7 +83,7 @@ def _serve_processes(host: str, port: int, processes: int) -> None:
 async def _serve(
     settings: Settings, store: Store, clients: GitHubClients, host: str, port: int, workers: bool
 ) -> None:
-    if settings.temporal_address and not workers:  # the web process alone: no sandboxes here
+    if settings.temporal.address and not workers:  # the web process alone: no sandboxes here
         await _serve_app(
             settings,
             store,
@@ -107,7 +107,7 @@ async def _serve_app(
     launcher: TemporalLauncher,
 ) -> None:
     app = create_app(settings, launcher, store, github=clients)
-    where = settings.temporal_address or "embedded dev server, workers in this process"
+    where = settings.temporal.address or "embedded dev server, workers in this process"
     click.echo(f"evalbot serve: http://{host}:{port}/github/webhook (Temporal: {where})")
     config = uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False)
     await uvicorn.Server(config).serve()
@@ -152,7 +152,7 @@ def _read_payload(path: Path) -> dict[str, Any]:
 async def _handle_one(
     settings: Settings, store: Store, clients: GitHubClients, event: Event
 ) -> list[dict[str, Any]]:
-    if not settings.temporal_address:
+    if not settings.temporal.address:
         raise CommandError.bad_input(
             "EVALBOT_TEMPORAL_ADDRESS is not set; github-event submits to a cluster"
         )

@@ -59,7 +59,7 @@ def run_command(
     labels = budget_labels(settings, store, flags.repo, budget_usd)
     spec = spec.model_copy(update={"labels": labels})
     if not as_json:
-        parallel = max_parallel or settings.resolved_experiment_parallelism
+        parallel = max_parallel or settings.sandbox.resolved_experiment_parallelism
         click.echo(f"estimate: {estimate_line(store, spec, parallel)}", err=True)
     report = asyncio.run(run_experiment(settings, store, spec, max_parallel, quiet=as_json))
     _print_report(report, as_json)

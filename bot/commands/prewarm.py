@@ -72,7 +72,9 @@ def prewarm_group(
     settings: Settings = ctx.obj
     with _jobs(settings) as jobs:
         outcome = asyncio.run(
-            jobs.prewarm(repo, ref, keep_last=keep or settings.prewarm_keep, rebuild=rebuild)
+            jobs.prewarm(
+                repo, ref, keep_last=keep or settings.sandbox.prewarm_keep, rebuild=rebuild
+            )
         )
     record = outcome.record
     if as_json:
@@ -107,7 +109,9 @@ def _echo_gc(removed: list[str], kept: list[str]) -> None:
 def gc_command(settings: Settings, repo: str | None, keep: int | None, as_json: bool) -> None:
     """Delete prewarmed images beyond the newest --keep per repository (unless in use)."""
     with _jobs(settings) as jobs:
-        outcome = asyncio.run(jobs.collect_garbage(keep or settings.prewarm_keep, repo=repo))
+        outcome = asyncio.run(
+            jobs.collect_garbage(keep or settings.sandbox.prewarm_keep, repo=repo)
+        )
     if as_json:
         click.echo(json.dumps({"removed": outcome.removed, "kept_in_use": outcome.kept_in_use}))
         return

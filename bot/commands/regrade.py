@@ -103,7 +103,7 @@ def _regrade(
     judge = composition.build_judge(settings)
     try:
         grade = catalog_grader(catalog, spec.dataset, CaseGrader(judge))
-        return regrade_runs(runs, grade, criteria=names or None, workers=settings.judge_concurrency)
+        return regrade_runs(runs, grade, criteria=names or None, workers=settings.judge.concurrency)
     finally:
         if judge is not None:
             judge.close()

@@ -85,7 +85,7 @@ def policy_command(settings: Settings) -> None:
     from infra.secrets import SecretsError, load_mapping, render_policy
 
     try:
-        click.echo(render_policy(load_mapping(settings.secrets_mapping_path)), nl=False)
+        click.echo(render_policy(load_mapping(settings.secrets.mapping_path)), nl=False)
     except SecretsError as error:
         raise CommandError.bad_input(str(error)) from None
 

@@ -1,6 +1,6 @@
-"""Dashboard sign-in: a static token (settings.dashboard_token) for local use — sent as
+"""Dashboard sign-in: a static token (settings.dashboard.token) for local use — sent as
 `Authorization: Bearer TOKEN` or exchanged on the login form for a session cookie — and GitHub
-OAuth limited to members of settings.dashboard_github_org in production.
+OAuth limited to members of settings.dashboard.github_org in production.
 
 Session cookies are `LOGIN.EXPIRY.HMAC` signed with a key derived from the token or the OAuth
 client secret, so they cannot be forged without it. Every other request is refused."""
@@ -29,10 +29,10 @@ class Unauthenticated(Exception):
 
 def _key(settings: Settings) -> bytes:
     material = ""
-    if settings.dashboard_token is not None:
-        material += settings.dashboard_token.get_secret_value()
-    if settings.github_oauth_client_secret is not None:
-        material += settings.github_oauth_client_secret.get_secret_value()
+    if settings.dashboard.token is not None:
+        material += settings.dashboard.token.get_secret_value()
+    if settings.dashboard.oauth_client_secret is not None:
+        material += settings.dashboard.oauth_client_secret.get_secret_value()
     if not material:
         raise Unauthenticated("the dashboard is not configured (no token, no OAuth)")
     return hashlib.sha256(b"evalbot-dashboard-session:" + material.encode()).digest()
@@ -58,9 +58,9 @@ def check_cookie(settings: Settings, value: str, *, now: float | None = None) ->
 
 
 def token_matches(settings: Settings, token: str) -> bool:
-    if settings.dashboard_token is None or not token:
+    if settings.dashboard.token is None or not token:
         return False
-    return hmac.compare_digest(token.encode(), settings.dashboard_token.get_secret_value().encode())
+    return hmac.compare_digest(token.encode(), settings.dashboard.token.get_secret_value().encode())
 
 
 def authenticate(settings: Settings, request: Request) -> str:
@@ -75,7 +75,7 @@ def authenticate(settings: Settings, request: Request) -> str:
 
 
 def oauth_enabled(settings: Settings) -> bool:
-    return bool(settings.github_oauth_client_id and settings.github_oauth_client_secret)
+    return bool(settings.dashboard.oauth_client_id and settings.dashboard.oauth_client_secret)
 
 
 def oauth_redirect(settings: Settings, callback_url: str) -> tuple[str, str]:
@@ -83,24 +83,24 @@ def oauth_redirect(settings: Settings, callback_url: str) -> tuple[str, str]:
     state = secrets.token_urlsafe(24)
     query = urllib.parse.urlencode(
         {
-            "client_id": settings.github_oauth_client_id,
+            "client_id": settings.dashboard.oauth_client_id,
             "redirect_uri": callback_url,
             "scope": "read:org",
             "state": state,
         }
     )
-    return f"{settings.github_oauth_url.rstrip('/')}/login/oauth/authorize?{query}", state
+    return f"{settings.dashboard.oauth_url.rstrip('/')}/login/oauth/authorize?{query}", state
 
 
 async def oauth_login(settings: Settings, code: str, callback_url: str) -> str:
-    """Exchange the code, then require membership of settings.dashboard_github_org."""
-    assert settings.github_oauth_client_secret is not None
+    """Exchange the code, then require membership of settings.dashboard.github_org."""
+    assert settings.dashboard.oauth_client_secret is not None
     async with httpx.AsyncClient(timeout=10) as client:
         token_response = await client.post(
-            f"{settings.github_oauth_url.rstrip('/')}/login/oauth/access_token",
+            f"{settings.dashboard.oauth_url.rstrip('/')}/login/oauth/access_token",
             data={
-                "client_id": settings.github_oauth_client_id,
-                "client_secret": settings.github_oauth_client_secret.get_secret_value(),
+                "client_id": settings.dashboard.oauth_client_id,
+                "client_secret": settings.dashboard.oauth_client_secret.get_secret_value(),
                 "code": code,
                 "redirect_uri": callback_url,
             },
@@ -109,13 +109,13 @@ async def oauth_login(settings: Settings, code: str, callback_url: str) -> str:
         access = token_response.json().get("access_token") if token_response.is_success else None
         if not access:
             raise Unauthenticated("GitHub refused the sign-in code")
-        api = settings.github_api_url.rstrip("/")
+        api = settings.github.api_url.rstrip("/")
         headers = {"Authorization": f"Bearer {access}", "Accept": "application/vnd.github+json"}
         user = await client.get(f"{api}/user", headers=headers)
         login = str(user.json().get("login", "")) if user.is_success else ""
         if not login:
             raise Unauthenticated("GitHub did not say who signed in")
-        org = settings.dashboard_github_org
+        org = settings.dashboard.github_org
         if not org:
             raise Unauthenticated("no organisation is configured (EVALBOT_DASHBOARD_GITHUB_ORG)")
         member = await client.get(f"{api}/user/memberships/orgs/{org}", headers=headers)

@@ -67,7 +67,7 @@ class GitHubReporter(ReportActivities):
             gateway = RepoGateway(client, where.repo)
             text, report = self._render(spec, phase, job.reason)
             self._upsert_comment(gateway, where, spec, text)
-            if self._settings.github_check_runs:
+            if self._settings.github.check_runs:
                 self._upsert_check(gateway, spec, phase, text, report)
         except GithubException as error:
             raise _activity_error(error, job.experiment_id) from None
@@ -85,7 +85,7 @@ class GitHubReporter(ReportActivities):
         from workflows.budget import estimate_experiment, format_estimate
 
         estimate = estimate_experiment(
-            self._store, spec, max_parallel=self._settings.resolved_experiment_parallelism
+            self._store, spec, max_parallel=self._settings.sandbox.resolved_experiment_parallelism
         )
         return format_estimate(estimate) if estimate.known else ""
 
@@ -115,7 +115,7 @@ class GitHubReporter(ReportActivities):
         return rc.Counts(len(spec.cells()), self._store.count_runs(spec.experiment_id))
 
     def _details_url(self, experiment_id: str) -> str | None:
-        base = self._settings.public_url
+        base = self._settings.dashboard.public_url
         return f"{base.rstrip('/')}/experiments/{quote(experiment_id, safe='')}" if base else None
 
     def _upsert_comment(

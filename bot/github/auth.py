@@ -62,20 +62,20 @@ class TokenCache:
 
 def app_credentials(settings: Settings) -> AppCredentials | None:
     """The App id and private key from the settings; None when a personal token is configured."""
-    if settings.github_token is not None:
+    if settings.github.token is not None:
         return None
-    if not settings.github_app_id:
+    if not settings.github.app_id:
         raise GitHubConfigError(
             "no GitHub credentials: set EVALBOT_GITHUB_TOKEN, or EVALBOT_GITHUB_APP_ID with "
             "EVALBOT_GITHUB_PRIVATE_KEY or EVALBOT_GITHUB_PRIVATE_KEY_PATH"
         )
-    return AppCredentials(settings.github_app_id, _private_key(settings))
+    return AppCredentials(settings.github.app_id, _private_key(settings))
 
 
 def _private_key(settings: Settings) -> str:
-    if settings.github_private_key is not None:
-        return settings.github_private_key.get_secret_value()
-    path = settings.github_private_key_path
+    if settings.github.private_key is not None:
+        return settings.github.private_key.get_secret_value()
+    path = settings.github.private_key_path
     if path is None:
         raise GitHubConfigError(
             "EVALBOT_GITHUB_APP_ID is set but neither EVALBOT_GITHUB_PRIVATE_KEY nor "

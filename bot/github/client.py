@@ -53,11 +53,11 @@ class GitHubClients:
         options: ClientOptions | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._base_url = settings.github_api_url.rstrip("/")
-        self._kwargs = (options or ClientOptions()).kwargs(settings.github_timeout_s)
-        self._bot_login = settings.github_bot_login
+        self._base_url = settings.github.api_url.rstrip("/")
+        self._kwargs = (options or ClientOptions()).kwargs(settings.github.timeout_s)
+        self._bot_login = settings.github.bot_login
         self._app = app_credentials(settings)
-        self._token = settings.github_token.get_secret_value() if settings.github_token else None
+        self._token = settings.github.token.get_secret_value() if settings.github.token else None
         self._tokens = TokenCache(self._fetch_installation_token, clock=clock)
         self._clients: dict[tuple[int, str], Github] = {}
         self._installations: dict[str, int] = {}

@@ -1,6 +1,6 @@
 """Keyed fingerprints of secret values, so a sync notices a change without storing any value.
 
-HMAC-SHA256 under a service key: `settings.secrets_fingerprint_key` when set (keep it stable where
+HMAC-SHA256 under a service key: `settings.secrets.fingerprint_key` when set (keep it stable where
 the data directory is not, e.g. CI), otherwise 32 random bytes created once in
 `data_dir/secret-fingerprint.key` (mode 0600). Fingerprints start with the key's id, so records made
 under another key simply read as "changed" and are rewritten.
@@ -30,8 +30,8 @@ class Fingerprinter:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Fingerprinter:
-        if settings.secrets_fingerprint_key is not None:
-            return cls(settings.secrets_fingerprint_key.get_secret_value().encode())
+        if settings.secrets.fingerprint_key is not None:
+            return cls(settings.secrets.fingerprint_key.get_secret_value().encode())
         return cls(load_or_create_key(settings.data_dir / KEY_FILE))
 
     def _mac(self, message: bytes) -> str:

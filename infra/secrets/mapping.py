@@ -94,7 +94,7 @@ def load_mapping(path: Path) -> SecretMapping:
             data = tomllib.load(handle)
     except FileNotFoundError:
         raise MappingError(
-            f"secret mapping {path} not found (setting secrets_mapping_path)"
+            f"secret mapping {path} not found (setting EVALBOT_SECRETS_MAPPING_PATH)"
         ) from None
     except tomllib.TOMLDecodeError as error:
         raise MappingError(f"secret mapping {path} is not valid TOML ({error})") from None

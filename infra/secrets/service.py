@@ -31,7 +31,7 @@ def record_store(settings: Settings) -> SyncRecordStore:
 def build_sync(settings: Settings, environ: Mapping[str, str]) -> SecretSync:
     """Load the mapping (failing on a bad one before any login), log in, pick the sink."""
     return SecretSync(
-        mapping=load_mapping(settings.secrets_mapping_path),
+        mapping=load_mapping(settings.secrets.mapping_path),
         reader=login(settings, environ),
         sink=build_sink(settings),
         records=record_store(settings),
@@ -47,6 +47,6 @@ def sync_secrets(
 
 
 def secret_status(settings: Settings, *, now: datetime) -> list[GroupStatus]:
-    mapping = load_mapping(settings.secrets_mapping_path)
-    stale_after = timedelta(seconds=settings.secrets_stale_after_s)
+    mapping = load_mapping(settings.secrets.mapping_path)
+    stale_after = timedelta(seconds=settings.secrets.stale_after_s)
     return group_statuses(mapping, record_store(settings).load(), now=now, stale_after=stale_after)

@@ -20,8 +20,8 @@ SINKS: dict[str, Callable[[Settings], SecretSink]] = {"local": _local, "modal": 
 
 
 def build_sink(settings: Settings) -> SecretSink:
-    factory = SINKS.get(settings.secrets_sink)
+    factory = SINKS.get(settings.secrets.sink)
     if factory is None:
         known = ", ".join(sorted(SINKS))
-        raise SinkError(f"unknown secret sink '{settings.secrets_sink}' (available: {known})")
+        raise SinkError(f"unknown secret sink '{settings.secrets.sink}' (available: {known})")
     return factory(settings)

@@ -1,5 +1,5 @@
 """`evalbot secrets status`: each mapped group's age and Vault version, with flags for groups never
-synced, not synced within `settings.secrets_stale_after_s`, or older than their rotation policy."""
+synced, not synced within `settings.secrets.stale_after_s`, or older than their rotation policy."""
 
 from __future__ import annotations
 

@@ -122,19 +122,19 @@ def _reason(error: Exception, redactor: Redactor) -> str:
 def login(settings: Settings, environ: Mapping[str, str]) -> VaultReader:
     """A reader logged in with the configured method; `environ` supplies the GitHub Actions OIDC
     request variables when jwt login has no explicit token."""
-    if not settings.vault_addr:
+    if not settings.secrets.vault_addr:
         raise VaultConfigError("set EVALBOT_VAULT_ADDR to the Vault address")
     client = hvac.Client(
-        url=settings.vault_addr,
-        verify=settings.vault_ca_cert or True,
-        timeout=settings.vault_timeout_s,
+        url=settings.secrets.vault_addr,
+        verify=settings.secrets.vault_ca_cert or True,
+        timeout=settings.secrets.vault_timeout_s,
     )
-    method = settings.vault_auth_method
+    method = settings.secrets.vault_auth_method
     credentials = _LOGINS[method](client, settings, environ)
     redactor = Redactor(credentials)
-    mount = settings.vault_auth_mount or method
+    mount = settings.secrets.vault_auth_mount or method
     if method != "token":
-        with _login_errors(settings.vault_addr, method, mount, redactor):
+        with _login_errors(settings.secrets.vault_addr, method, mount, redactor):
             _perform_login(client, method, settings, credentials, mount)
     return VaultReader(client, redactor)
 
@@ -142,30 +142,34 @@ def login(settings: Settings, environ: Mapping[str, str]) -> VaultReader:
 def _token_credentials(
     client: hvac.Client, settings: Settings, environ: Mapping[str, str]
 ) -> list[str]:
-    if settings.vault_token is None:
+    if settings.secrets.vault_token is None:
         raise VaultConfigError("auth method token needs EVALBOT_VAULT_TOKEN")
-    client.token = settings.vault_token.get_secret_value()
+    client.token = settings.secrets.vault_token.get_secret_value()
     return [client.token]
 
 
 def _approle_credentials(
     client: hvac.Client, settings: Settings, environ: Mapping[str, str]
 ) -> list[str]:
-    if not settings.vault_role_id or settings.vault_secret_id is None:
+    if not settings.secrets.vault_role_id or settings.secrets.vault_secret_id is None:
         raise VaultConfigError(
             "auth method approle needs EVALBOT_VAULT_ROLE_ID and EVALBOT_VAULT_SECRET_ID"
         )
-    return [settings.vault_secret_id.get_secret_value()]
+    return [settings.secrets.vault_secret_id.get_secret_value()]
 
 
 def _jwt_credentials(
     client: hvac.Client, settings: Settings, environ: Mapping[str, str]
 ) -> list[str]:
-    if not settings.vault_role:
+    if not settings.secrets.vault_role:
         raise VaultConfigError("auth method jwt needs EVALBOT_VAULT_ROLE")
-    if settings.vault_jwt is not None:
-        return [settings.vault_jwt.get_secret_value()]
-    return [github_actions_token(environ, settings.vault_jwt_audience, settings.vault_timeout_s)]
+    if settings.secrets.vault_jwt is not None:
+        return [settings.secrets.vault_jwt.get_secret_value()]
+    return [
+        github_actions_token(
+            environ, settings.secrets.vault_jwt_audience, settings.secrets.vault_timeout_s
+        )
+    ]
 
 
 _LOGINS: dict[str, Callable[[hvac.Client, Settings, Mapping[str, str]], list[str]]] = {
@@ -180,10 +184,10 @@ def _perform_login(
 ) -> None:
     if method == "approle":
         client.auth.approle.login(
-            role_id=settings.vault_role_id, secret_id=credentials[0], mount_point=mount
+            role_id=settings.secrets.vault_role_id, secret_id=credentials[0], mount_point=mount
         )
     else:
-        client.auth.jwt.jwt_login(role=settings.vault_role, jwt=credentials[0], path=mount)
+        client.auth.jwt.jwt_login(role=settings.secrets.vault_role, jwt=credentials[0], path=mount)
 
 
 @contextmanager

@@ -51,13 +51,15 @@ def bot_settings(tmp_path: Path, github: FakeGitHub) -> Settings:
     return Settings(
         data_dir=tmp_path / "evalbot",
         catalog_root=FIXTURES / "catalog",
-        github_webhook_secret=SECRET,
-        github_api_url=github.base_url,
-        github_app_id=str(github.app_id),
-        github_private_key=github.app_private_key,
-        max_trials=5,
-        max_cases=10,
-        max_body_bytes=256 * 1024,
+        github={
+            "webhook_secret": SECRET,
+            "api_url": github.base_url,
+            "app_id": str(github.app_id),
+            "private_key": github.app_private_key,
+            "max_trials": 5,
+            "max_cases": 10,
+            "max_body_bytes": 256 * 1024,
+        },
     )
 
 

@@ -32,13 +32,12 @@ def test_github_event_submits_the_request_to_temporal(
 ) -> None:
     github.add_token("ghs_actions", "github-actions[bot]")
     head = fresh_head(github)
-    settings = bot_settings.model_copy(
-        update={
-            "github_token": SecretStr("ghs_actions"),
-            "github_bot_login": "github-actions[bot]",
-            "temporal_address": temporal_server.address,
+    settings = bot_settings.with_changes(
+        github={"token": SecretStr("ghs_actions"), "bot_login": "github-actions[bot]"},
+        temporal={
+            "address": temporal_server.address,
             "run_task_queue": f"nobody-listens-{uuid.uuid4().hex[:8]}",
-        }
+        },
     )
     event = tmp_path / "event.json"
     event.write_text(json.dumps(pr_comment("/eval tiny --trials 1")))
@@ -55,7 +54,7 @@ def test_github_event_submits_the_request_to_temporal(
     async def check_and_clean_up() -> None:
         client = await Client.connect(temporal_server.address)
         handle = client.get_workflow_handle(experiment_id)
-        assert (await handle.describe()).task_queue == settings.run_task_queue
+        assert (await handle.describe()).task_queue == settings.temporal.run_task_queue
         await handle.terminate("test over")
 
     asyncio.run(check_and_clean_up())

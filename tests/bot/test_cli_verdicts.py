@@ -77,7 +77,9 @@ def test_sandboxes_lost_on_the_head_arm_are_retried_then_incomplete(
         return made[-1]
 
     monkeypatch.setitem(PROVIDERS, DYING, factory)
-    settings = Settings(data_dir=tmp_path / "state", catalog_root=catalog, provider=DYING)
+    settings = Settings(
+        data_dir=tmp_path / "state", catalog_root=catalog, sandbox={"provider": DYING}
+    )
     ran = CliRunner().invoke(
         run_command, run_args(repo.path, repo.base, repo.head)[1:], obj=settings
     )
@@ -138,7 +140,9 @@ def test_a_worker_whose_host_refuses_stops_the_experiment_before_any_cell(
         return RefusingBuilds(settings, doomed=lambda run_id: False)
 
     monkeypatch.setitem(PROVIDERS, DYING, factory)
-    settings = Settings(data_dir=tmp_path / "state", catalog_root=catalog, provider=DYING)
+    settings = Settings(
+        data_dir=tmp_path / "state", catalog_root=catalog, sandbox={"provider": DYING}
+    )
     ran = CliRunner().invoke(
         run_command, run_args(repo.path, repo.base, repo.head)[1:], obj=settings
     )

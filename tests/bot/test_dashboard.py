@@ -77,7 +77,7 @@ def populate(store: Store, outputs: Path) -> None:
 
 @pytest.fixture
 def dashboard(bot_settings: Settings, store: Store, tmp_path: Path) -> Iterator[Dashboard]:
-    settings = bot_settings.model_copy(update={"dashboard_token": SecretStr(TOKEN)})
+    settings = bot_settings.with_changes(dashboard={"token": SecretStr(TOKEN)})
     populate(store, tmp_path / "blobs")
     clients = GitHubClients(settings, options=ClientOptions.fast())
     with AppServer(create_app(settings, FakeLauncher(), store, github=clients)) as server:
@@ -104,7 +104,7 @@ def test_unauthenticated_requests_are_refused(dashboard: Dashboard, path: str) -
     with client(dashboard, "wrong-token") as wrong:
         assert wrong.get(path).status_code == 401
     forged = auth.session_cookie(
-        dashboard.settings.model_copy(update={"dashboard_token": SecretStr("other")}), "eve"
+        dashboard.settings.with_changes(dashboard={"token": SecretStr("other")}), "eve"
     )
     with httpx.Client(base_url=dashboard.url, cookies={auth.COOKIE: forged}) as eve:
         assert eve.get(path).status_code == 401

@@ -56,14 +56,14 @@ def fake_github() -> FastAPI:
 @pytest.fixture
 def dashboard_url(bot_settings: Settings, store: Store) -> Iterator[str]:
     with AppServer(fake_github()) as github:
-        settings = bot_settings.model_copy(
-            update={
-                "github_oauth_client_id": "client-1",
-                "github_oauth_client_secret": SecretStr("oauth-secret"),
-                "github_oauth_url": github.url,
-                "dashboard_github_org": "acme",
-                "github_api_url": github.url,  # the dashboard's REST calls (the bot has its own)
-            }
+        settings = bot_settings.with_changes(
+            dashboard={
+                "oauth_client_id": "client-1",
+                "oauth_client_secret": SecretStr("oauth-secret"),
+                "oauth_url": github.url,
+                "github_org": "acme",
+            },
+            github={"api_url": github.url},  # the dashboard's REST calls (the bot has its own)
         )
         clients = GitHubClients(bot_settings, options=ClientOptions.fast())
         with AppServer(create_app(settings, FakeLauncher(), store, github=clients)) as app:

@@ -41,16 +41,16 @@ def e2e_settings(
     tmp_path: Path, temporal_server: DevServer, github: FakeGitHub, bot_settings: Settings
 ) -> Settings:
     suffix = uuid.uuid4().hex[:8]
-    return bot_settings.model_copy(
-        update={
-            "data_dir": tmp_path / "evalbot",
-            "catalog_root": TINY_CATALOG,
-            "temporal_address": temporal_server.address,
+    return bot_settings.with_changes(
+        data_dir=tmp_path / "evalbot",
+        catalog_root=TINY_CATALOG,
+        temporal={
+            "address": temporal_server.address,
             "run_task_queue": f"runs-{suffix}",
             "collect_task_queue": f"collect-{suffix}",
             "score_task_queue": f"score-{suffix}",
-            "poll_interval_s": 0.2,
-        }
+        },
+        sandbox={"poll_interval_s": 0.2},
     )
 
 

@@ -40,7 +40,9 @@ async def test_a_rerun_is_held_to_the_daily_cap(
     tmp_path: Path, temporal_server: DevServer, cap: float, budget: float | None
 ) -> None:
     experiment_id = f"capped-{tmp_path.name}"
-    settings = engine_settings_for(tmp_path, temporal_server, TINY_CATALOG, daily_cap_usd=cap)
+    settings = engine_settings_for(
+        tmp_path, temporal_server, TINY_CATALOG, budget={"daily_cap_usd": cap}
+    )
     store = store_with_spend(tmp_path, experiment_id, usd=1.0)
     launcher = TemporalLauncher(settings, store)
     client = await launcher.client()

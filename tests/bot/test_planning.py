@@ -56,7 +56,7 @@ def test_a_changed_dataset_is_seen_at_once(catalog: Path) -> None:
 
 
 def test_limits(catalog: Path) -> None:
-    planner = Planner(Settings(catalog_root=catalog, max_cases=4, max_trials=1))
+    planner = Planner(Settings(catalog_root=catalog, github={"max_cases": 4, "max_trials": 1}))
     with pytest.raises(LimitError, match="selects 5 cases, more than the limit of 4"):
         planner.plan(PULL, StartEval("tiny", trials=1), BASE_SHA, requested_by="x")
     with pytest.raises(LimitError, match="default of 2 trials is over the limit of 1"):

@@ -57,7 +57,7 @@ def repo(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path / "evalbot", provider="local", prewarm_keep=2)
+    return Settings(data_dir=tmp_path / "evalbot", sandbox={"provider": "local", "prewarm_keep": 2})
 
 
 def invoke(settings: Settings, *args: str) -> Result:

@@ -45,23 +45,25 @@ def chaos_settings(
     root: Path, temporal_address: str, github: FakeGitHub, **changes: Any
 ) -> Settings:
     suffix = uuid.uuid4().hex[:8]
-    base: dict[str, Any] = {
-        "data_dir": root / "state",
-        "catalog_root": root / "catalog",
-        "temporal_address": temporal_address,
-        "run_task_queue": f"chaos-runs-{suffix}",
-        "collect_task_queue": f"chaos-collect-{suffix}",
-        "score_task_queue": f"chaos-score-{suffix}",
-        "poll_interval_s": 0.2,
-        "heartbeat_timeout_s": 4,
-        "max_concurrent_runs": 8,
-        "max_concurrent_collect": 4,
-        "github_api_url": github.base_url,
-        "github_app_id": str(github.app_id),
-        "github_private_key": github.app_private_key,
-        "github_timeout_s": 3,
-    }
-    return Settings(**(base | changes))
+    base = Settings(
+        data_dir=root / "state",
+        catalog_root=root / "catalog",
+        temporal={
+            "address": temporal_address,
+            "run_task_queue": f"chaos-runs-{suffix}",
+            "collect_task_queue": f"chaos-collect-{suffix}",
+            "score_task_queue": f"chaos-score-{suffix}",
+            "heartbeat_timeout_s": 4,
+        },
+        sandbox={"poll_interval_s": 0.2, "max_concurrent_runs": 8, "max_concurrent_collect": 4},
+        github={
+            "api_url": github.base_url,
+            "app_id": str(github.app_id),
+            "private_key": github.app_private_key,
+            "timeout_s": 3,
+        },
+    )
+    return base.with_changes(**changes)
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ from workflows.providers.cgroups import CGROUP_ROOT
 from workflows.providers.layout import sandbox_slug
 from workflows.records import RunResult, RunStatus
 from workflows.report import build_report
-from workflows.settings import Settings
+from workflows.settings import Settings, setting_fields
 from workflows.store import Store
 
 CASES = 10
@@ -138,25 +138,21 @@ def expected_status(run_id: str) -> RunStatus:
     return FAILING.get(case_id, RunStatus.SCORED)
 
 
-def with_changes(settings: Settings, **changes: Any) -> Settings:
-    """A copy with `changes`, validated (model_copy would leave secrets as plain strings)."""
-    return Settings(**(settings.model_dump() | changes))
-
-
 # -- the worker subprocess --------------------------------------------------------------------
 
 
 def settings_env(settings: Settings) -> dict[str, str]:
     """EVALBOT_* variables for every setting that differs from its default."""
     env: dict[str, str] = {}
-    defaults = Settings.model_construct()
-    for name in Settings.model_fields:
-        value = getattr(settings, name)
-        if value == getattr(defaults, name, None) or value is None:
+    for path, variable, info in setting_fields():
+        value: Any = settings
+        for part in path.split("."):
+            value = getattr(value, part)
+        if value == info.get_default(call_default_factory=True) or value is None:
             continue
         if isinstance(value, SecretStr):
             value = value.get_secret_value()
-        env[f"EVALBOT_{name.upper()}"] = str(value)
+        env[variable] = str(value)
     return env
 
 

@@ -88,14 +88,13 @@ async def test_github_outage_for_a_minute(
     agent: ChaosAgent, flaky: FlakyGitHub, temporal_server: DevServer, tmp_path: Path
 ) -> None:
     write_catalog(tmp_path / "catalog")
-    settings = chaos_settings(
-        tmp_path,
-        temporal_server.address,
-        flaky,
-        github_webhook_secret=SECRET,
-        github_timeout_s=CLIENT_TIMEOUT_S,
-        max_trials=10,
-        max_cases=10,
+    settings = chaos_settings(tmp_path, temporal_server.address, flaky).with_changes(
+        github={
+            "webhook_secret": SECRET,
+            "timeout_s": CLIENT_TIMEOUT_S,
+            "max_trials": 10,
+            "max_cases": 10,
+        },
     )
     pull = pull_json()
     pull["number"], pull["head"]["sha"], pull["base"]["sha"] = PR, agent.head, agent.base

@@ -35,7 +35,6 @@ from tests.chaos.harness import (
     plan,
     reporter,
     settings_env,
-    with_changes,
     write_catalog,
 )
 from tests.chaos.record import record
@@ -93,14 +92,15 @@ def judge() -> Iterator[FailingJudge]:
 
 
 def judge_settings(settings: Settings, judge: FakeOpenAI, attempts: int) -> Settings:
-    return with_changes(
-        settings,
-        judge_base_url=judge.base_url,
-        judge_api_key=API_KEY,
-        judge_rate_per_s=0,
-        judge_timeout_s=2,
-        judge_max_attempts=attempts,
-        judge_concurrency=8,
+    return settings.with_changes(
+        judge={
+            "base_url": judge.base_url,
+            "api_key": API_KEY,
+            "rate_per_s": 0,
+            "timeout_s": 2,
+            "max_attempts": attempts,
+            "concurrency": 8,
+        }
     )
 
 

@@ -85,7 +85,7 @@ async def test_postgres_restarted_while_results_are_stored(
     write_catalog(tmp_path / "catalog")
     database = postgres.create_database("chaos")
     settings = chaos_settings(
-        tmp_path, temporal_server.address, github, database_url=postgres.url(database)
+        tmp_path, temporal_server.address, github, store={"database_url": postgres.url(database)}
     )
     spec = plan(settings, agent)
     cells = len(spec.cells())

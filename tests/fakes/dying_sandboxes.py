@@ -21,7 +21,9 @@ class DyingSandboxes(LocalProvider):
     name = "local"  # the sandboxes are local ones: attach and reaping must recognise them
 
     def __init__(self, settings: Settings, doomed: Callable[[str], bool]) -> None:
-        super().__init__(settings.sandbox_dir, settings.image_dir, cgroup_root=settings.cgroup_root)
+        super().__init__(
+            settings.sandbox_dir, settings.image_dir, cgroup_root=settings.sandbox.cgroup_root
+        )
         self.doomed = doomed
         self.killed: list[str] = []  # run ids whose sandbox died, once per sandbox
         self._doomed_sandboxes: dict[str, str] = {}

@@ -20,7 +20,7 @@ import yaml
 
 from bot.cli import _register_commands, cli
 from tests.bot.conftest import free_port
-from workflows.settings import Settings
+from workflows.settings import setting_fields
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "infra" / "compose.yml"
@@ -34,7 +34,7 @@ def compose() -> dict[str, Any]:
 
 
 def settings_env_names() -> set[str]:
-    return {f"EVALBOT_{name.upper()}" for name in Settings.model_fields}
+    return {variable for _, variable, _ in setting_fields()}
 
 
 def check_evalbot_argv(argv: list[str]) -> None:

@@ -30,27 +30,30 @@ def engine_settings_for(
     data_dir: Path, server: DevServer, catalog_root: Path, **overrides: Any
 ) -> Settings:
     """Settings pointed at the session's Temporal server, with task queues of their own so that
-    workers of different tests never take each other's tasks."""
+    workers of different tests never take each other's tasks; `overrides` as for
+    `Settings.with_changes` (a group's dict is merged into the group)."""
     suffix = uuid.uuid4().hex[:8]
-    return Settings(
+    settings = Settings(
         data_dir=data_dir,
         catalog_root=catalog_root,
-        temporal_address=server.address,
-        run_task_queue=f"runs-{suffix}",
-        collect_task_queue=f"collect-{suffix}",
-        score_task_queue=f"score-{suffix}",
-        provision_task_queue=f"provision-{suffix}",
-        poll_interval_s=0.2,
-        **overrides,
+        temporal={
+            "address": server.address,
+            "run_task_queue": f"runs-{suffix}",
+            "collect_task_queue": f"collect-{suffix}",
+            "score_task_queue": f"score-{suffix}",
+            "provision_task_queue": f"provision-{suffix}",
+        },
+        sandbox={"poll_interval_s": 0.2},
     )
+    return settings.with_changes(**overrides) if overrides else settings
 
 
 async def replay_in_sandbox(
     client: Client, workflow_ids: Iterable[str], workflows: Sequence[type] = ()
 ) -> WorkflowReplayResults:
     """Replay these workflows' real histories in Temporal's checking sandbox (workers run without
-    it, Settings.workflow_sandbox): a workflow that reads a clock, randomness, files or processes
-    fails here, and so does one whose commands no longer match its history."""
+    it, Settings.temporal.workflow_sandbox): a workflow that reads a clock, randomness, files or
+    processes fails here, and so does one whose commands no longer match its history."""
 
     async def histories() -> AsyncIterator[WorkflowHistory]:
         for workflow_id in workflow_ids:

@@ -71,8 +71,8 @@ def test_spent_and_within_budget() -> None:
 def test_daily_cap_lowers_the_budget_and_refuses_when_spent(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'evalbot.db'}")
     store.migrate()
-    settings = Settings(data_dir=tmp_path, daily_cap_usd=1.0, budget_usd=0.8,
-                        repo_budgets_usd={"/other": 0.1})  # fmt: skip
+    settings = Settings(data_dir=tmp_path, budget={"daily_cap_usd": 1.0, "default_usd": 0.8,
+                                                   "per_repo_usd": {"/other": 0.1}})  # fmt: skip
     assert effective_budget(settings, store, "/repo", None) == pytest.approx(0.8)
     assert effective_budget(settings, store, "/repo", 5.0) == pytest.approx(1.0)
     assert effective_budget(settings, store, "/other", None) == pytest.approx(0.1)
@@ -86,18 +86,18 @@ def test_daily_cap_lowers_the_budget_and_refuses_when_spent(tmp_path: Path) -> N
     store.save_run(scored_run(spec, 0, "pr", 0, {"x": 1.0}, cost=0.25))
     with pytest.raises(BudgetExhausted, match="daily cap"):
         effective_budget(settings, store, "/repo", 2.0)
-    no_cap = settings.model_copy(update={"daily_cap_usd": None})
+    no_cap = settings.with_changes(budget={"daily_cap_usd": None})
     assert effective_budget(no_cap, store, "/repo", 2.0) == 2.0
 
 
 def test_repo_defaults_are_looked_up_under_aliases_first(tmp_path: Path) -> None:
     url = "https://x/acme/agent.git"
     budgets = {"acme/agent": 1.0, url: 2.0}
-    settings = Settings(data_dir=tmp_path, budget_usd=9.0, repo_budgets_usd=budgets)
+    settings = Settings(data_dir=tmp_path, budget={"default_usd": 9.0, "per_repo_usd": budgets})
     assert effective_budget(settings, None, url, None, aliases=("acme/agent",)) == 1.0
     assert effective_budget(settings, None, url, None, aliases=("acme/other",)) == 2.0
     assert effective_budget(settings, None, "/elsewhere", None) == 9.0
     assert effective_budget(settings, None, url, 0.5, aliases=("acme/agent",)) == 0.5
-    capped = settings.model_copy(update={"daily_cap_usd": 1.0})
+    capped = settings.with_changes(budget={"daily_cap_usd": 1.0})
     with pytest.raises(TypeError, match="needs the store"):  # never silently uncapped
         effective_budget(capped, None, url, None)

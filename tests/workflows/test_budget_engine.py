@@ -100,7 +100,7 @@ async def test_the_daily_cap_stops_a_run_that_would_overspend_it(
     store.save_experiment(earlier)
     for i in range(2):
         store.save_run(scored_run(earlier, i, "main", 0, {"x": 1.0}, cost=0.25))
-    capped = settings.model_copy(update={"daily_cap_usd": 0.5 + 1e-6})  # ~nothing left today
+    capped = settings.with_changes(budget={"daily_cap_usd": 0.5 + 1e-6})  # ~nothing left today
     max_parallel = 2
     spec = plan_experiment(
         capped,

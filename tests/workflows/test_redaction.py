@@ -123,7 +123,7 @@ def test_an_empty_redactor_changes_nothing() -> None:
 
 
 def test_from_settings_loads_the_local_store_and_secret_settings(tmp_path: object) -> None:
-    settings = Settings(data_dir=tmp_path, vault_token="hvs.service-token-1")  # type: ignore[arg-type]
+    settings = Settings(data_dir=tmp_path, secrets={"vault_token": "hvs.service-token-1"})
     LocalSecretStore.from_settings(settings).replace({"llm-keys": {"OPENAI_API_KEY": KEY}})
 
     redactor = Redactor.from_settings(settings)

@@ -177,10 +177,12 @@ def env(tmp_path: Path, server: FakeOpenAI) -> Settings:
     return Settings(
         data_dir=tmp_path / "data",
         catalog_root=catalog,
-        judge_base_url=server.base_url,
-        judge_api_key="sk-regrade",  # type: ignore[arg-type]
-        judge_rate_per_s=0,
-        judge_concurrency=2,
+        judge={
+            "base_url": server.base_url,
+            "api_key": "sk-regrade",
+            "rate_per_s": 0,
+            "concurrency": 2,
+        },
     )
 
 

@@ -137,8 +137,8 @@ class RunActivities:
         self._image_locks: dict[str, asyncio.Lock] = {}
         # collect and score as local activities share the runs worker: bound them as their own
         # workers would (a regular activity already holds one of its worker's slots)
-        self._collect_slots = asyncio.Semaphore(settings.collect_slots)
-        self._score_slots = asyncio.Semaphore(settings.max_concurrent_score)
+        self._collect_slots = asyncio.Semaphore(settings.sandbox.collect_slots)
+        self._score_slots = asyncio.Semaphore(settings.sandbox.max_concurrent_score)
 
     # -- prepare (once per arm) ---------------------------------------------------------------
 
@@ -174,7 +174,7 @@ class RunActivities:
     def _local_stages(self, timeout_s: int) -> bool:
         """Short runs on a provider that creates sandboxes in milliseconds run every stage as a
         local activity: retried per stage all the same, without a task-queue round trip each."""
-        limit = self.settings.local_stage_max_s
+        limit = self.settings.sandbox.local_stage_max_s
         return self.provider.quick_provision and 0 < timeout_s <= limit
 
     # -- provision ----------------------------------------------------------------------------
@@ -299,7 +299,7 @@ class RunActivities:
                 usage = asdict(await sandbox.usage())
                 return ExecuteResult(state=state or {}, usage=usage, host_timeout=True)
             await asyncio.sleep(delay)
-            delay = min(delay * 2, self.settings.poll_interval_s)
+            delay = min(delay * 2, self.settings.sandbox.poll_interval_s)
 
     async def _attach(self, sandbox_id: str) -> Sandbox:
         try:
@@ -356,7 +356,7 @@ class RunActivities:
                 "exit_code": job.execute.state.get("exit_code"),
                 "outputs_ref": job.collect.outputs_ref,
                 "sandbox": sandbox_usage(
-                    job.execute.usage, self.settings.sandbox_prices.get(job.provision.provider, {})
+                    job.execute.usage, self.settings.sandbox.prices.get(job.provision.provider, {})
                 ),
             }
         )

@@ -31,11 +31,11 @@ class ExperimentFailed(RuntimeError):
 
 def stage_queues(settings: Settings) -> StageQueues:
     return StageQueues(
-        runs=settings.run_task_queue,
-        collect=settings.collect_task_queue,
-        score=settings.score_task_queue,
-        heartbeat_timeout_s=settings.heartbeat_timeout_s,
-        provision=settings.provision_task_queue,
+        runs=settings.temporal.run_task_queue,
+        collect=settings.temporal.collect_task_queue,
+        score=settings.temporal.score_task_queue,
+        heartbeat_timeout_s=settings.temporal.heartbeat_timeout_s,
+        provision=settings.temporal.provision_task_queue,
     )
 
 
@@ -50,7 +50,7 @@ async def connect(
     its port before its frontend is healthy). Workers built on the client share its `runtime`
     (the SDK's default when None, which prints the core's logs on stdout; the composition root
     passes one that forwards them to Python logging)."""
-    target = address or settings.temporal_address
+    target = address or settings.temporal.address
     if not target:
         raise ValueError("no Temporal address: set EVALBOT_TEMPORAL_ADDRESS or run embedded")
     deadline = time.monotonic() + wait_s
@@ -58,7 +58,7 @@ async def connect(
         try:
             return await Client.connect(
                 target,
-                namespace=settings.temporal_namespace,
+                namespace=settings.temporal.namespace,
                 data_converter=data_converter,
                 runtime=runtime,
             )
@@ -86,8 +86,8 @@ async def start_experiment(
     job = ExperimentInput(
         spec=spec,
         queues=stage_queues(settings),
-        max_parallel=max_parallel or settings.resolved_experiment_parallelism,
-        run_batch=settings.run_batch_size,
+        max_parallel=max_parallel or settings.sandbox.resolved_experiment_parallelism,
+        run_batch=settings.sandbox.run_batch_size,
         reporter=reporter,
         only_failed=only_failed,
         rerun_agent_failures=rerun_agent_failures,
@@ -103,7 +103,7 @@ async def start_experiment(
             "ExperimentWorkflow",
             job,
             id=spec.experiment_id,
-            task_queue=settings.run_task_queue,
+            task_queue=settings.temporal.run_task_queue,
             id_reuse_policy=policy,
         )
     return spec.experiment_id

@@ -54,11 +54,11 @@ async def engine_session(
 ) -> AsyncIterator[Session]:
     """A connected client, plus the dev server and in-process workers when embedded. The client
     and the workers run on `runtime` (the SDK's default when None)."""
-    server = None if settings.temporal_address else embedded_server(settings.data_dir)
+    server = None if settings.temporal.address else embedded_server(settings.data_dir)
     if server is not None:
         await asyncio.to_thread(server.start)
     try:
-        address = server.address if server else str(settings.temporal_address)
+        address = server.address if server else str(settings.temporal.address)
         client = await connect(settings, address, runtime=runtime)
         session = Session(client=client, address=address, embedded=server is not None)
         if not (run_workers or server):

@@ -20,8 +20,8 @@ ROLES = ("runs", "collect", "score")
 
 
 def workflow_runner(sandboxed: bool, *passthrough: str) -> WorkflowRunner:
-    """No sandbox (the default, Settings.workflow_sandbox), or Temporal's sandbox checking the
-    workflow modules: they are re-imported in it, so their calls to clocks, randomness, files or
+    """No sandbox (the default, Settings.temporal.workflow_sandbox), or Temporal's sandbox checking
+    the workflow modules: they are re-imported in it, so their calls to clocks, randomness, files or
     processes fail the workflow task. What they import under `imports_passed_through` (our pure
     models) is not re-imported per workflow."""
     if not sandboxed:
@@ -61,11 +61,11 @@ def build_workers(
                     runs.score,
                     *extra_activities,
                 ],
-                workflow_runner=workflow_runner(settings.workflow_sandbox),
-                max_concurrent_activities=settings.worker_run_slots,
+                workflow_runner=workflow_runner(settings.temporal.workflow_sandbox),
+                max_concurrent_activities=settings.sandbox.worker_run_slots,
                 max_cached_workflows=10_000,
                 max_concurrent_workflow_tasks=100,
-                max_concurrent_local_activities=settings.worker_run_slots,
+                max_concurrent_local_activities=settings.sandbox.worker_run_slots,
                 max_concurrent_workflow_task_polls=10,
                 max_concurrent_activity_task_polls=10,
             )
@@ -78,7 +78,7 @@ def build_workers(
                 client,
                 task_queue=queues.collect,
                 activities=[runs.collect],
-                max_concurrent_activities=settings.collect_slots,
+                max_concurrent_activities=settings.sandbox.collect_slots,
             )
         )
     if "score" in roles:
@@ -93,21 +93,21 @@ def build_workers(
                     experiments.finish_experiment,
                     experiments.failed_cells,
                 ],
-                max_concurrent_activities=settings.max_concurrent_score,
+                max_concurrent_activities=settings.sandbox.max_concurrent_score,
             )
         )
     return workers
 
 
 def provision_worker(client: Client, settings: Settings, queue: str, runs: RunActivities) -> Worker:
-    """`provision` for remote providers: Temporal starts at most `provision_rate_per_s` of these
-    per second across every worker of the queue (a server-side limit), and each worker runs at
-    most `max_concurrent_provision` at once (sandboxes starting). See docs/modal.md."""
-    rate = settings.provision_rate_per_s
+    """`provision` for remote providers: Temporal starts at most `sandbox.provision_rate_per_s` of
+    these per second across every worker of the queue (a server-side limit), and each worker runs
+    at most `sandbox.max_concurrent_provision` at once (sandboxes starting). See docs/modal.md."""
+    rate = settings.sandbox.provision_rate_per_s
     return Worker(
         client,
         task_queue=queue,
         activities=[runs.provision],
-        max_concurrent_activities=settings.max_concurrent_provision,
+        max_concurrent_activities=settings.sandbox.max_concurrent_provision,
         max_task_queue_activities_per_second=rate if rate > 0 else None,
     )

@@ -9,10 +9,11 @@ and `score` are regular activities (execute heartbeats the sandbox id for reatta
 score have task queues of their own). `provision` and `teardown` run as local activities when the
 provider creates sandboxes in milliseconds (local, process) — still retried per stage, but without
 two task round trips per run — and as regular activities otherwise (Modal). On such providers, runs
-whose timeout is short (settings.local_stage_max_s) run `execute`, `collect` and `score` as local
-activities too: the whole run is one workflow task, which halves Temporal's work per cell. Those
-cells start in groups, one RunBatchWorkflow per group, which runs each of its cells exactly as a
-RunWorkflow would (`run_cell`) and saves a workflow execution per cell (docs/engine.md, "Batches").
+whose timeout is short (settings.sandbox.local_stage_max_s) run `execute`, `collect` and `score` as
+local activities too: the whole run is one workflow task, which halves Temporal's work per cell.
+Those cells start in groups, one RunBatchWorkflow per group, which runs each of its cells exactly as
+a RunWorkflow would (`run_cell`) and saves a workflow execution per cell (docs/engine.md,
+"Batches").
 
 Activities are called by reference (`RunActivities.provision`), each with its options from the
 table in stages.py (timeouts, retries, task queue, heartbeat, local placement): `stage` places it.

@@ -1,4 +1,5 @@
-"""Sandbox providers by name. `create_provider(settings)` builds the one settings.provider names.
+"""Sandbox providers by name. `create_provider(settings)` builds the one that
+settings.sandbox.provider names.
 
 Providers register a factory (settings -> provider) under their name; factories import their module
 lazily, so choosing `local` never imports an SDK another provider needs.
@@ -30,9 +31,9 @@ def _local(settings: Settings) -> SandboxProvider:
         settings.sandbox_dir,
         settings.image_dir,
         build_env=build_env,
-        build_allow_domains=settings.build_allow_domains,
-        warm_pool_size=settings.warm_pool_size,
-        cgroup_root=settings.cgroup_root,
+        build_allow_domains=settings.sandbox.build_allow_domains,
+        warm_pool_size=settings.sandbox.warm_pool_size,
+        cgroup_root=settings.sandbox.cgroup_root,
     )
 
 
@@ -43,7 +44,7 @@ def _process(settings: Settings) -> SandboxProvider:
     return ProcessProvider(
         settings.sandbox_dir,
         settings.image_dir,
-        allowed=settings.allow_process_provider,
+        allowed=settings.sandbox.allow_process_provider,
         base_env=path,
     )
 
@@ -63,8 +64,10 @@ def register_provider(name: str, factory: ProviderFactory) -> None:
 
 
 def create_provider(settings: Settings) -> SandboxProvider:
-    factory = PROVIDERS.get(settings.provider)
+    factory = PROVIDERS.get(settings.sandbox.provider)
     if factory is None:
         known = ", ".join(sorted(PROVIDERS))
-        raise ProviderRefused(f"unknown sandbox provider {settings.provider!r}; known: {known}")
+        raise ProviderRefused(
+            f"unknown sandbox provider {settings.sandbox.provider!r}; known: {known}"
+        )
     return factory(settings)

@@ -12,8 +12,8 @@ A sandbox, as created here:
     volumes     the world's Volume, read-only at /mnt/evalbot-world (modal_volumes.py)
     network     outbound_domain_allowlist=allow_domains, or block_network when there are none
     cpu/memory  from the limits, as (request, limit) pairs: reserved and capped
-    timeout     limits.wall_timeout_s + modal_timeout_margin_s (collect comes after the run)
-    runtime     settings.modal_runtime ("vm" for agents that run Docker inside)
+    timeout     limits.wall_timeout_s + modal.timeout_margin_s (collect comes after the run)
+    runtime     settings.modal.runtime ("vm" for agents that run Docker inside)
     tags        evalbot=run, experiment, run (so a stray sandbox can be found and reaped)
 
 Set-up, once the sandbox is running: one upload (a tar of the case files, the runner and
@@ -105,15 +105,15 @@ class ModalConfig:
     @classmethod
     def from_settings(cls, settings: Settings) -> ModalConfig:
         return cls(
-            app_name=settings.modal_app_name,
-            runtime=settings.modal_runtime,
-            base_image=settings.modal_base_image,
-            timeout_margin_s=settings.modal_timeout_margin_s,
+            app_name=settings.modal.app_name,
+            runtime=settings.modal.runtime,
+            base_image=settings.modal.base_image,
+            timeout_margin_s=settings.modal.timeout_margin_s,
             spool_dir=settings.data_dir / "modal-spool",
             admission=AdmissionLimits(
-                creates_per_s=settings.modal_creates_per_s,
-                max_starting=settings.modal_max_starting,
-                max_attempts=settings.modal_create_attempts,
+                creates_per_s=settings.modal.creates_per_s,
+                max_starting=settings.modal.max_starting,
+                max_attempts=settings.modal.create_attempts,
             ),
         )
 

@@ -6,7 +6,7 @@ the sandbox's life, since Modal bills the greater of reserved and used). The est
 
     cost = billed CPU core-seconds x cpu_core_s + memory GiB-seconds x memory_gib_s
 
-with prices per provider from `settings.sandbox_prices` (Modal's published sandbox rates by
+with prices per provider from `settings.sandbox.prices` (Modal's published sandbox rates by
 default). Providers without an entry (local, process) cost nothing. It is an estimate: the sandbox
 also lives through collect and teardown after `usage()` is read, and Modal's own figure
 (`Sandbox._experimental_stats`, minutes late) is the bill.

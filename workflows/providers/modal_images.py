@@ -9,7 +9,7 @@ published, it builds one the simple way:
 
 1. check the commit out on the worker (workflows/providers/images.py: `resolve_commit`,
    `checkout`), pack it as a tar;
-2. create a build sandbox from the base image (`modal_base_image`, default `Image.debian_slim()`)
+2. create a build sandbox from the base image (`modal.base_image`, default `Image.debian_slim()`)
    *with* network, copy the tar in (`filesystem.copy_from_local`) and unpack it at /repo;
 3. run `setup` there through the same in-sandbox runner the runs use (timeout, capped logs, state);
    on failure raise SandboxCreateError with the exit status and the last lines of the build log;

@@ -5,7 +5,7 @@ through EVALBOT_REPO_DIR / _WORLD_DIR / _CASE_DIR / _OUT_DIR, runs as the worker
 worker's view of the machine, and only the runner's limits apply (wall timeout, log caps,
 RLIMIT_FSIZE). Kept cheap (no cgroups, no disks; runners forked by a spawner, spawner.py) for the
 orchestration benchmark. It refuses to do anything unless constructed with `allowed=True`
-(settings.allow_process_provider).
+(settings.sandbox.allow_process_provider).
 """
 
 from __future__ import annotations

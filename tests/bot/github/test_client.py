@@ -50,9 +50,11 @@ def test_token_cache_refreshes_only_near_expiry() -> None:
 def app_settings(github: FakeGitHub, tmp_path: Path) -> Settings:
     return Settings(
         data_dir=tmp_path,
-        github_api_url=github.base_url,
-        github_app_id=str(github.app_id),
-        github_private_key=github.app_private_key,
+        github={
+            "api_url": github.base_url,
+            "app_id": str(github.app_id),
+            "private_key": github.app_private_key,
+        },
     )
 
 
@@ -85,14 +87,16 @@ def test_installation_is_looked_up_when_the_payload_has_none(
 def test_wrong_app_key_is_rejected_by_github(github: FakeGitHub, tmp_path: Path) -> None:
     other = FakeGitHub()  # a different key pair
     settings = app_settings(github, tmp_path)
-    settings.github_private_key = SecretStr(other.app_private_key)
+    settings.github.private_key = SecretStr(other.app_private_key)
     with pytest.raises(GithubException, match="401"):
         GitHubClients(settings, options=ClientOptions.fast()).for_repo("Codertocat/Hello-World", 1)
 
 
 def test_personal_token(github: FakeGitHub, tmp_path: Path) -> None:
     github.add_token("ghp_local", "dev-user")
-    settings = Settings(data_dir=tmp_path, github_api_url=github.base_url, github_token="ghp_local")
+    settings = Settings(
+        data_dir=tmp_path, github={"api_url": github.base_url, "token": "ghp_local"}
+    )
     clients = GitHubClients(settings, options=ClientOptions.fast())
     assert not clients.is_app
     read_pull(clients.for_repo(REPO))
@@ -106,11 +110,11 @@ def test_missing_or_unreadable_credentials_are_one_clear_sentence(tmp_path: Path
     with pytest.raises(GitHubConfigError, match="EVALBOT_GITHUB_TOKEN"):
         GitHubClients(Settings(data_dir=tmp_path))
     with pytest.raises(GitHubConfigError, match="PRIVATE_KEY"):
-        GitHubClients(Settings(data_dir=tmp_path, github_app_id="1"))
+        GitHubClients(Settings(data_dir=tmp_path, github={"app_id": "1"}))
     missing = tmp_path / "nope.pem"
     with pytest.raises(GitHubConfigError, match=f"cannot read .* at {missing}"):
         GitHubClients(
-            Settings(data_dir=tmp_path, github_app_id="1", github_private_key_path=missing)
+            Settings(data_dir=tmp_path, github={"app_id": "1", "private_key_path": missing})
         )
 
 
@@ -119,9 +123,7 @@ def test_private_key_from_a_file(github: FakeGitHub, tmp_path: Path) -> None:
     key.write_text(github.app_private_key)
     settings = Settings(
         data_dir=tmp_path,
-        github_api_url=github.base_url,
-        github_app_id=str(github.app_id),
-        github_private_key_path=key,
+        github={"api_url": github.base_url, "app_id": str(github.app_id), "private_key_path": key},
     )
     GitHubClients(settings, options=ClientOptions.fast()).for_repo("Codertocat/Hello-World", 1)
     assert github.calls_to("POST", r"/access_tokens$")

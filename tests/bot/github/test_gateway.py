@@ -16,7 +16,7 @@ from workflows.settings import Settings
 @pytest.fixture
 def gateway(github: FakeGitHub, tmp_path: Path) -> RepoGateway:
     github.add_token("ghp_x", "dev-user")
-    settings = Settings(data_dir=tmp_path, github_api_url=github.base_url, github_token="ghp_x")
+    settings = Settings(data_dir=tmp_path, github={"api_url": github.base_url, "token": "ghp_x"})
     clients = GitHubClients(settings, options=ClientOptions.fast())
     return RepoGateway(clients.for_repo(REPO), REPO)
 

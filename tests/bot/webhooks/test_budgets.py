@@ -53,8 +53,8 @@ def started_budget(launcher: FakeLauncher) -> float | None:
 def test_eval_comment_gets_the_repositorys_default_budget(
     bot_settings: Settings, store: Store, github: FakeGitHub, launcher: FakeLauncher
 ) -> None:
-    settings = bot_settings.model_copy(
-        update={"repo_budgets_usd": {REPO: 2.5, "someone/else": 99.0}, "budget_usd": 7.0}
+    settings = bot_settings.with_changes(
+        budget={"per_repo_usd": {REPO: 2.5, "someone/else": 99.0}, "default_usd": 7.0}
     )
     with bot(settings, store, launcher) as sender:
         response = sender.deliver("issue_comment", eval_comment(github))
@@ -65,7 +65,7 @@ def test_eval_comment_gets_the_repositorys_default_budget(
 def test_eval_label_gets_the_repositorys_default_budget(
     bot_settings: Settings, store: Store, github: FakeGitHub, launcher: FakeLauncher
 ) -> None:
-    settings = bot_settings.model_copy(update={"repo_budgets_usd": {REPO: 0.75}})
+    settings = bot_settings.with_changes(budget={"per_repo_usd": {REPO: 0.75}})
     github.set_permission(REPO, "Codertocat", "admin")
     payload = pull_event("labeled", label="eval:tiny", labels=["eval:tiny"])
     with bot(settings, store, launcher) as sender:
@@ -76,14 +76,14 @@ def test_eval_label_gets_the_repositorys_default_budget(
 def test_the_clone_url_is_a_key_too_and_the_global_default_is_the_fallback(
     bot_settings: Settings, store: Store, github: FakeGitHub, launcher: FakeLauncher
 ) -> None:
-    by_url = bot_settings.model_copy(update={"repo_budgets_usd": {CLONE_URL: 1.25}})
+    by_url = bot_settings.with_changes(budget={"per_repo_usd": {CLONE_URL: 1.25}})
     with bot(by_url, store, launcher) as sender:
         sender.deliver("issue_comment", eval_comment(github))
     assert started_budget(launcher) == 1.25
 
     other = FakeLauncher()
-    fallback = bot_settings.model_copy(
-        update={"repo_budgets_usd": {"someone/else": 99.0}, "budget_usd": 3.0}
+    fallback = bot_settings.with_changes(
+        budget={"per_repo_usd": {"someone/else": 99.0}, "default_usd": 3.0}
     )
     with bot(fallback, store, other) as sender:
         sender.deliver("issue_comment", eval_comment(github))
@@ -113,9 +113,7 @@ def spent_earlier_today(store: Store, usd: float, repo: str = CLONE_URL) -> None
 def test_the_budget_is_lowered_to_what_is_left_of_the_daily_cap(
     bot_settings: Settings, store: Store, github: FakeGitHub, launcher: FakeLauncher
 ) -> None:
-    settings = bot_settings.model_copy(
-        update={"repo_budgets_usd": {REPO: 2.5}, "daily_cap_usd": 1.0}
-    )
+    settings = bot_settings.with_changes(budget={"per_repo_usd": {REPO: 2.5}, "daily_cap_usd": 1.0})
     spent_earlier_today(store, 0.7)
     spent_earlier_today(store, 5.0, repo="https://github.com/someone/else.git")  # not ours
     with bot(settings, store, launcher) as sender:
@@ -126,7 +124,7 @@ def test_the_budget_is_lowered_to_what_is_left_of_the_daily_cap(
 def test_without_a_budget_the_daily_cap_still_binds(
     bot_settings: Settings, store: Store, github: FakeGitHub, launcher: FakeLauncher
 ) -> None:
-    settings = bot_settings.model_copy(update={"daily_cap_usd": 1.0})
+    settings = bot_settings.with_changes(budget={"daily_cap_usd": 1.0})
     spent_earlier_today(store, 0.4)
     with bot(settings, store, launcher) as sender:
         sender.deliver("issue_comment", eval_comment(github))
@@ -136,7 +134,7 @@ def test_without_a_budget_the_daily_cap_still_binds(
 def test_a_spent_daily_cap_starts_nothing_and_says_why(
     bot_settings: Settings, store: Store, github: FakeGitHub, launcher: FakeLauncher
 ) -> None:
-    settings = bot_settings.model_copy(update={"daily_cap_usd": 1.0})
+    settings = bot_settings.with_changes(budget={"daily_cap_usd": 1.0})
     spent_earlier_today(store, 1.0)
     github.set_permission(REPO, "Codertocat", "admin")
     labeled = pull_event("labeled", label="eval:tiny", labels=["eval:tiny"])

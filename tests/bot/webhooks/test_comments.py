@@ -167,7 +167,7 @@ def test_out_of_bounds_values_are_explained(
 def test_case_cap_is_enforced(
     sender: Sender, github: FakeGitHub, launcher: FakeLauncher, bot_settings: Any
 ) -> None:
-    bot_settings.max_cases = 2  # the app reads the same Settings object
+    bot_settings.github.max_cases = 2  # the app reads the same Settings object
     sender.deliver("issue_comment", comment(github, "/eval tiny"))
     (reply,) = bot_replies(github)
     assert "selects 5 cases, more than the limit of 2" in reply

@@ -67,7 +67,5 @@ def root_reader(openbao: OpenBaoServer) -> VaultReader:
 def vault_settings(tmp_path: Path, openbao: OpenBaoServer) -> Settings:
     return Settings(
         data_dir=tmp_path / "evalbot",
-        vault_addr=openbao.url,
-        vault_token="root",  # type: ignore[arg-type]
-        vault_timeout_s=5,
+        secrets={"vault_addr": openbao.url, "vault_token": "root", "vault_timeout_s": 5},
     )

@@ -38,9 +38,7 @@ def test_sync_then_status_then_dry_run_after_a_rotation(
 ) -> None:
     settings = Settings(
         data_dir=tmp_path / "evalbot",
-        vault_addr=openbao.url,
-        vault_token="root",  # type: ignore[arg-type]
-        secrets_mapping_path=mapping_file,
+        secrets={"vault_addr": openbao.url, "vault_token": "root", "mapping_path": mapping_file},
     )
     put_secret(root_client, f"{prefix}/llm", {"OPENAI_API_KEY": "sk-cli-first-0001"})
 
@@ -70,10 +68,12 @@ def test_sync_with_vault_down_exits_non_zero_with_one_line(
     address = f"http://127.0.0.1:{free_port()}"
     settings = Settings(
         data_dir=tmp_path / "evalbot",
-        vault_addr=address,
-        vault_token="root",  # type: ignore[arg-type]
-        vault_timeout_s=2,
-        secrets_mapping_path=mapping_file,
+        secrets={
+            "vault_addr": address,
+            "vault_token": "root",
+            "vault_timeout_s": 2,
+            "mapping_path": mapping_file,
+        },
     )
 
     code, out, err = run(settings, "sync")
@@ -87,7 +87,7 @@ def test_sync_with_vault_down_exits_non_zero_with_one_line(
 def test_status_check_fails_while_a_group_was_never_synced(
     tmp_path: Path, mapping_file: Path
 ) -> None:
-    settings = Settings(data_dir=tmp_path / "evalbot", secrets_mapping_path=mapping_file)
+    settings = Settings(data_dir=tmp_path / "evalbot", secrets={"mapping_path": mapping_file})
 
     code, out, _ = run(settings, "status", "--check")
 
@@ -97,7 +97,7 @@ def test_status_check_fails_while_a_group_was_never_synced(
 
 def test_policy_prints_the_checked_in_policy_for_the_checked_in_mapping(tmp_path: Path) -> None:
     settings = Settings(
-        data_dir=tmp_path, secrets_mapping_path=REPO_ROOT / "infra" / "secrets.toml"
+        data_dir=tmp_path, secrets={"mapping_path": REPO_ROOT / "infra" / "secrets.toml"}
     )
 
     code, out, _ = run(settings, "policy")

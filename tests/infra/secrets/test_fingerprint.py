@@ -30,7 +30,7 @@ def test_fingerprints_change_with_the_value_the_key_name_the_group_and_the_key()
 
 
 def test_a_configured_key_overrides_the_data_dir_key(settings: Settings) -> None:
-    configured = Settings(data_dir=settings.data_dir, secrets_fingerprint_key="x" * 32)  # type: ignore[arg-type]
+    configured = Settings(data_dir=settings.data_dir, secrets={"fingerprint_key": "x" * 32})
 
     fp = Fingerprinter.from_settings(configured)
 

@@ -59,5 +59,5 @@ def test_a_bad_mapping_fails_with_where_and_what(tmp_path: Path, body: str, expe
 
 
 def test_a_missing_mapping_names_the_setting(tmp_path: Path) -> None:
-    with pytest.raises(MappingError, match="secrets_mapping_path"):
+    with pytest.raises(MappingError, match="EVALBOT_SECRETS_MAPPING_PATH"):
         load_mapping(tmp_path / "absent.toml")

@@ -57,13 +57,16 @@ def policy_token(server: OpenBaoServer) -> str:
     return token
 
 
-def base_settings(tmp_path: Path, server: OpenBaoServer, **fields: Any) -> Settings:
+def base_settings(tmp_path: Path, server: OpenBaoServer, **secrets: Any) -> Settings:
+    """Settings for this Vault; `secrets` are more fields of the secrets group (vault_token=...)."""
     return Settings(
         data_dir=tmp_path / "evalbot",
-        vault_addr=server.url,
-        vault_timeout_s=5,
-        secrets_mapping_path=MAPPING,
-        **fields,
+        secrets={
+            "vault_addr": server.url,
+            "vault_timeout_s": 5,
+            "mapping_path": MAPPING,
+            **secrets,
+        },
     )
 
 
@@ -139,7 +142,7 @@ def test_approle_login_syncs_with_the_policy(tmp_path: Path, mapped_vault: OpenB
     sync_secrets(settings, {}, now=NOW)
 
     assert_synced_every_group(settings)
-    wrong = settings.model_copy(update={"vault_role_id": "not-a-role"})
+    wrong = settings.with_changes(secrets={"vault_role_id": "not-a-role"})
     with pytest.raises(VaultAuthError, match=f"approle login at auth/{mount} failed"):
         login(wrong, {})
 

@@ -17,7 +17,7 @@ from workflows.settings import Settings
 async def test_a_client_started_before_the_server_connects_once_it_is_up(tmp_path: Path) -> None:
     port = free_port()
     server = DevServer(db_file=tmp_path / "temporal.db", port=port)
-    settings = Settings(temporal_address=f"127.0.0.1:{port}")
+    settings = Settings(temporal={"address": f"127.0.0.1:{port}"})
 
     async def start_later() -> None:
         await asyncio.sleep(1.0)
@@ -33,7 +33,7 @@ async def test_a_client_started_before_the_server_connects_once_it_is_up(tmp_pat
 
 
 async def test_no_server_fails_after_the_wait() -> None:
-    settings = Settings(temporal_address=f"127.0.0.1:{free_port()}")
+    settings = Settings(temporal={"address": f"127.0.0.1:{free_port()}"})
     started = time.monotonic()
     with pytest.raises(RuntimeError):
         await connect(settings, wait_s=1)

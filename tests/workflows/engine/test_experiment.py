@@ -59,7 +59,7 @@ async def scheduled_activities(settings: Settings, workflow_id: str) -> list[str
     ]
 
 
-PLACEMENTS = {  # settings → (cells per run workflow, regular activities per run)
+PLACEMENTS = {  # sandbox settings → (cells per run workflow, regular activities per run)
     "short-runs-as-local-activities": ({"local_stage_max_s": 120}, 1, []),
     "short-runs-in-batches": (
         {"experiment_parallelism": 16, "run_batch_size": 4},
@@ -84,7 +84,7 @@ async def test_every_cell_is_scored_once_and_head_beats_base(
     batch: int,
     regular: list[str],
 ) -> None:
-    settings = engine_settings.model_copy(update=overrides)
+    settings = engine_settings.with_changes(sandbox=overrides)
     world = load_world(settings.catalog_root, "tiny")
     version_before = tree_version(world.path)
     store = open_store(settings)

@@ -27,7 +27,7 @@ from bot.commands.engine import run_experiment
 from bot.composition import open_store
 from bot.github import report_comment as rc
 from bot.render import render_html, render_json, render_markdown
-from tests.chaos.harness import host_residue, with_changes, write_catalog
+from tests.chaos.harness import host_residue, write_catalog
 from tests.chaos.record import record
 from tests.fakes.openai_server import FakeOpenAI
 from tests.support.experiments import hostile_arms
@@ -155,13 +155,10 @@ async def test_more_hostile_agents_are_classified_and_contained(
 
     tcp = await asyncio.start_server(on_tcp, "127.0.0.1", dns_port)
     await probe_sink(dns_port, sink, tcp_hits)  # it does hear what reaches it
-    settings = with_changes(
-        engine_settings,
+    settings = engine_settings.with_changes(
         catalog_root=write_catalog(tmp_path / "catalog", cases=1, judged=True),
-        max_concurrent_runs=16,
-        judge_base_url=judge.base_url,
-        judge_api_key="sk-hostile",
-        judge_rate_per_s=0,
+        sandbox={"max_concurrent_runs": 16},
+        judge={"base_url": judge.base_url, "api_key": "sk-hostile", "rate_per_s": 0},
     )
     hostile_repo(tmp_path / "agent")
     toml = tmp_path / "agent" / "evalbot.toml"  # more time than the engine's set: a loaded

@@ -70,7 +70,7 @@ async def test_the_tiny_experiment_runs_unchanged_on_modal(
     cloud: FakeModal,
     providers: list[ModalProvider],
 ) -> None:
-    assert modal_settings.provider == "modal"
+    assert modal_settings.sandbox.provider == "modal"
     world = load_world(modal_settings.catalog_root, "tiny")
     version_before = tree_version(world.path)
     store = open_store(modal_settings)
@@ -178,7 +178,7 @@ def test_the_demo_shows_the_same_on_local_and_on_modal(
         for row in report.comparisons[0].rows
     }
     assert shown == DEMO_EXPECTED
-    store = open_store(Settings(data_dir=tmp_path / "evalbot", database_url=None))
+    store = open_store(Settings(data_dir=tmp_path / "evalbot", store={"database_url": None}))
     runs = store.list_runs(report.experiment_id)
     assert len(runs) == DEMO_CELLS and {r.provider for r in runs} == {provider}
     if provider != "modal":

@@ -63,12 +63,14 @@ async def batch_worker(settings: Settings, stages: StandInStages) -> AsyncIterat
     client = await connect(settings)
     runs = Worker(
         client,
-        task_queue=settings.run_task_queue,
+        task_queue=settings.temporal.run_task_queue,
         workflows=[RunWorkflow, RunBatchWorkflow],
         activities=stages.activities(),
         workflow_runner=workflow_runner(False),
     )
-    score = Worker(client, task_queue=settings.score_task_queue, activities=[stages.record_error])
+    score = Worker(
+        client, task_queue=settings.temporal.score_task_queue, activities=[stages.record_error]
+    )
     async with runs, score:
         yield client
 
@@ -86,7 +88,7 @@ async def run_batch(client: Client, settings: Settings, jobs: list[RunInput]) ->
         RunBatchWorkflow.run,
         jobs,
         id=f"batch-{uuid.uuid4().hex[:8]}",
-        task_queue=settings.run_task_queue,
+        task_queue=settings.temporal.run_task_queue,
     )
 
 
@@ -97,7 +99,7 @@ async def run_alone(client: Client, settings: Settings, jobs: list[RunInput]) ->
             RunWorkflow.run,
             job,
             id=f"run-{uuid.uuid4().hex[:8]}",
-            task_queue=settings.run_task_queue,
+            task_queue=settings.temporal.run_task_queue,
         )
         for job in jobs
     )
@@ -158,7 +160,7 @@ async def test_a_cancelled_batch_records_and_tears_down_every_cell(
             RunBatchWorkflow.run,
             jobs,
             id=f"batch-{uuid.uuid4().hex[:8]}",
-            task_queue=engine_settings.run_task_queue,
+            task_queue=engine_settings.temporal.run_task_queue,
         )
         await asyncio.wait_for(stages.all_hanging.wait(), timeout=60)
         await handle.cancel()
@@ -177,8 +179,8 @@ async def test_cancelling_an_experiment_mid_batch_keeps_what_finished_and_leaves
     """Each batch of two holds a quick cell and one that sleeps: cancelling once the quick ones
     are stored cancels the sleepers, keeps the quick results, starts no more batches and leaves
     no sandbox behind."""
-    settings = engine_settings.model_copy(  # slots for all 8 cells in flight at once
-        update={"experiment_parallelism": 8, "run_batch_size": 2, "max_concurrent_runs": 8}
+    settings = engine_settings.with_changes(  # slots for all 8 cells in flight at once
+        sandbox={"experiment_parallelism": 8, "run_batch_size": 2, "max_concurrent_runs": 8}
     )
     arms = [
         ArmSpec(name="quick", ref="base", commit=agent_repo.base),

@@ -26,11 +26,11 @@ def start_worker(settings: Settings, log: Path) -> subprocess.Popen[bytes]:
         **os.environ,
         "EVALBOT_DATA_DIR": str(settings.data_dir),
         "EVALBOT_CATALOG_ROOT": str(settings.catalog_root),
-        "EVALBOT_TEMPORAL_ADDRESS": str(settings.temporal_address),
-        "EVALBOT_RUN_TASK_QUEUE": settings.run_task_queue,
-        "EVALBOT_COLLECT_TASK_QUEUE": settings.collect_task_queue,
-        "EVALBOT_SCORE_TASK_QUEUE": settings.score_task_queue,
-        "EVALBOT_POLL_INTERVAL_S": str(settings.poll_interval_s),
+        "EVALBOT_TEMPORAL_ADDRESS": str(settings.temporal.address),
+        "EVALBOT_RUN_TASK_QUEUE": settings.temporal.run_task_queue,
+        "EVALBOT_COLLECT_TASK_QUEUE": settings.temporal.collect_task_queue,
+        "EVALBOT_SCORE_TASK_QUEUE": settings.temporal.score_task_queue,
+        "EVALBOT_POLL_INTERVAL_S": str(settings.sandbox.poll_interval_s),
     }
     return subprocess.Popen(
         [sys.executable, "-m", "bot", "worker"],
@@ -53,7 +53,7 @@ async def wait_until_scored(store: Store, experiment_id: str, at_least: int) -> 
 async def test_sigkilled_worker_loses_and_duplicates_nothing(
     engine_settings: Settings, agent_repo: AgentRepo, tmp_path: Path
 ) -> None:
-    settings = engine_settings.model_copy(update={"heartbeat_timeout_s": 5})
+    settings = engine_settings.with_changes(temporal={"heartbeat_timeout_s": 5})
     slow = {"sleep_s": "1.5"}
     arms = [
         ArmSpec(name="base", ref="base", commit=agent_repo.base, config=slow),

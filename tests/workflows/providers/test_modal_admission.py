@@ -194,11 +194,8 @@ def test_the_modal_provider_takes_its_admission_limits_from_settings(tmp_path: P
 
     settings = Settings(
         data_dir=tmp_path,
-        provider="modal",
-        modal_creates_per_s=2.5,
-        modal_max_starting=40,
-        modal_create_attempts=3,
-        modal_runtime="vm",
+        sandbox={"provider": "modal"},
+        modal={"creates_per_s": 2.5, "max_starting": 40, "create_attempts": 3, "runtime": "vm"},
     )
     provider = create_provider(settings)  # builds on the real SDK; talks to nobody yet
     assert isinstance(provider, ModalProvider) and provider.sdk is modal

@@ -13,7 +13,7 @@ from workflows.records import SandboxUsage
 from workflows.report import build_report
 from workflows.settings import Settings
 
-MODAL = Settings().sandbox_prices["modal"]
+MODAL = Settings().sandbox.prices["modal"]
 
 
 def test_cost_is_billed_core_seconds_and_gib_seconds_at_the_table_price() -> None:
@@ -32,7 +32,7 @@ def test_cost_is_billed_core_seconds_and_gib_seconds_at_the_table_price() -> Non
 def test_providers_without_a_price_cost_nothing() -> None:
     local = sandbox_usage(asdict(ResourceUsage(cpu_seconds=3.5)), {})
     assert local == SandboxUsage(cpu_seconds=3.5, billed_cpu_seconds=3.5)
-    assert "local" not in Settings().sandbox_prices
+    assert "local" not in Settings().sandbox.prices
 
 
 def test_malformed_usage_counts_as_zero() -> None:
@@ -44,7 +44,7 @@ def test_the_price_table_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(
         "EVALBOT_SANDBOX_PRICES", '{"modal": {"cpu_core_s": 0.001, "memory_gib_s": 0.0}}'
     )
-    price = Settings().sandbox_prices["modal"]
+    price = Settings().sandbox.prices["modal"]
     assert sandbox_usage({"billed_cpu_seconds": 10.0}, price).cost_usd == pytest.approx(0.01)
 
 

@@ -77,7 +77,7 @@ def test_listing_failures_are_sink_errors(
 
 
 def test_settings_select_the_modal_sink() -> None:
-    sink = build_sink(Settings(secrets_sink="modal"))
+    sink = build_sink(Settings(secrets={"sink": "modal"}))
     assert isinstance(sink, ModalSecretSink) and sink.name == "modal"
 
 

@@ -1,4 +1,4 @@
-"""create_provider: settings.provider by name, process only when allowed."""
+"""create_provider: settings.sandbox.provider by name, process only when allowed."""
 
 from __future__ import annotations
 
@@ -20,15 +20,15 @@ def test_local_is_the_default(settings: Settings) -> None:
 
 def test_process_needs_explicit_permission(settings: Settings) -> None:
     with pytest.raises(ProviderRefused, match="without any isolation"):
-        create_provider(settings.model_copy(update={"provider": "process"}))
-    allowed = settings.model_copy(update={"provider": "process", "allow_process_provider": True})
+        create_provider(settings.with_changes(sandbox={"provider": "process"}))
+    allowed = settings.with_changes(sandbox={"provider": "process", "allow_process_provider": True})
     assert isinstance(create_provider(allowed), ProcessProvider)
 
 
 def test_unknown_names_list_the_known_ones(settings: Settings) -> None:
     known = r"unknown sandbox provider 'nope'; known: local, modal, process"
     with pytest.raises(ProviderRefused, match=known):
-        create_provider(settings.model_copy(update={"provider": "nope"}))
+        create_provider(settings.with_changes(sandbox={"provider": "nope"}))
 
 
 def test_providers_can_be_registered(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -40,6 +40,6 @@ def test_providers_can_be_registered(settings: Settings, monkeypatch: pytest.Mon
         return ProcessProvider(given.sandbox_dir, given.image_dir, allowed=True)
 
     register_provider("fake", factory)
-    chosen = settings.model_copy(update={"provider": "fake"})
+    chosen = settings.with_changes(sandbox={"provider": "fake"})
     assert isinstance(create_provider(chosen), ProcessProvider)
     assert made == [chosen]

@@ -52,9 +52,7 @@ def test_key_from_the_environment(
 def test_key_from_the_secret_store(server: FakeOpenAI, tmp_path: Path) -> None:
     settings = Settings(
         data_dir=tmp_path,
-        judge_base_url=server.base_url,
-        judge_secret_group="llm-keys",
-        judge_rate_per_s=0,
+        judge={"base_url": server.base_url, "secret_group": "llm-keys", "rate_per_s": 0},
     )
     LocalSecretStore.from_settings(settings).replace({"llm-keys": {"OPENAI_API_KEY": KEY}})
     judge = build_judge(settings)
