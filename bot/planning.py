@@ -19,7 +19,8 @@ from pathlib import Path
 from bot.github.types import PullInfo
 from bot.grammar import StartEval
 from bot.identity import experiment_id
-from workflows.budget import budget_label, effective_budget
+from workflows.budget import effective_budget
+from workflows.catalog.labels import budget_label
 from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine.planning import plan_experiment
 from workflows.settings import Settings

@@ -10,13 +10,12 @@ from bot.commands.errors import CommandError
 from workflows.budget import (
     BudgetExhausted,
     Estimate,
-    budget_label,
     effective_budget,
     estimate_experiment,
     format_estimate,
 )
+from workflows.catalog.labels import budget_from_labels, budget_label
 from workflows.catalog.models import ExperimentSpec
-from workflows.engine.types import budget_from_labels
 from workflows.settings import Settings
 from workflows.store import Store
 

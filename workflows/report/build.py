@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
+from workflows.catalog.labels import RERAN_AGENT_FAILURES, budget_from_labels
 from workflows.catalog.models import ExperimentSpec
-from workflows.engine.types import budget_from_labels
 from workflows.outcomes import (
     BUILD_FAILED,
     InfrastructureLoss,
@@ -33,8 +33,6 @@ from workflows.report.models import (
 from workflows.report.resources import arm_summary, count_errors, resource_changes
 from workflows.report.table import Table, cells_in_order, criteria_order, score_table
 from workflows.report.verdict import comparison_verdict
-
-RERAN_AGENT_FAILURES = "reran_agent_failures"  # spec label: cells rerun on request (CLI rerun)
 
 
 def build_report(
