@@ -240,7 +240,7 @@ class SandboxProvider(abc.ABC):
         image reference usable as SandboxSpec.image. Cached per (repo, commit): building the same
         commit twice, even concurrently, builds once. A reference may end in a `#kind=...`
         fragment saying how it was built (prewarmed reset, full or cold build: see
-        workflows/providers/prewarm_label.py); `create` must accept what `build_image` returned."""
+        workflows/prewarm/image_label.py); `create` must accept what `build_image` returned."""
 
     # -- prewarmed images (optional; docs/prewarm.md) -------------------------------------------
 

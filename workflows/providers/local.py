@@ -21,6 +21,13 @@ from collections.abc import AsyncIterator, Awaitable, Collection, Mapping, Seque
 from pathlib import Path
 from typing import Any
 
+from workflows.prewarm.image_builder import ImageBuilder, read_ready
+from workflows.prewarm.image_label import image_path
+from workflows.prewarm.layers import ensure_mounted
+from workflows.prewarm.prewarmer import Prewarmer
+from workflows.prewarm.reset_builder import ResetBuilder
+from workflows.prewarm.snapshots import SnapshotIndex
+from workflows.prewarm.warm_pool import HEADROOM_MB, WarmPool
 from workflows.providers import egress, seccomp
 from workflows.providers.base import (
     ExecResult,
@@ -45,7 +52,6 @@ from workflows.providers.disk import (
 )
 from workflows.providers.egress_proxy import EgressProxy
 from workflows.providers.folder import FolderSandbox, read_state
-from workflows.providers.images import ImageBuilder, read_ready
 from workflows.providers.launch import joined, launch_detached, run_bounded, wait_ready
 from workflows.providers.layout import (
     Layout,
@@ -61,12 +67,6 @@ from workflows.providers.layout import (
     write_case_files,
     write_meta,
 )
-from workflows.providers.prewarm import Prewarmer
-from workflows.providers.prewarm_label import image_path
-from workflows.providers.prewarm_layers import ensure_mounted
-from workflows.providers.prewarm_pool import WarmPool
-from workflows.providers.prewarm_reset import ResetBuilder
-from workflows.providers.prewarm_snapshots import SnapshotIndex
 from workflows.providers.procs import start_time
 from workflows.providers.settle import settled
 from workflows.providers.slots import UidSlots
@@ -303,7 +303,10 @@ class LocalProvider(SandboxProvider):
         self.build_allow_domains = tuple(build_allow_domains)
         self.egress_resolve = dict(egress_resolve or {})  # pinned names (tests, private mirrors)
         self._host_checked = False
-        self.pool = WarmPool(self, warm_pool_size) if warm_pool_size > 0 else None
+        self.pool: WarmPool[LocalSandbox] | None = None
+        if warm_pool_size > 0:
+            first_mb = disk_size_mb(HEADROOM_MB * MIB, ResourceLimits().disk_mb)
+            self.pool = WarmPool(self, warm_pool_size, first_mb)
 
     def check_host(self) -> None:
         if self._host_checked:
@@ -402,7 +405,7 @@ class LocalProvider(SandboxProvider):
     # -- images ---------------------------------------------------------------------------------
 
     async def build_image(self, source_repo: Path, commit: str, setup: str) -> str:
-        """From the newest prewarmed ancestor when there is one (prewarm_reset.py)."""
+        """From the newest prewarmed ancestor when there is one (prewarm/reset_builder.py)."""
         self.check_host()
         return await self.resets.build(
             source_repo, commit, setup, self._run_setup, self._run_in_place
@@ -442,7 +445,7 @@ class LocalProvider(SandboxProvider):
         return str(image)
 
     async def _run_in_place(self, repo: Path, build_dir: Path, setup: str) -> dict[str, Any]:
-        """A reset's incremental step: the tree's ownership is already right (prewarm_reset)."""
+        """A reset's incremental step: the tree's ownership is already right (reset_builder.py)."""
         return await self._run_setup(repo, build_dir, setup, own_tree=False)
 
     async def _run_setup(

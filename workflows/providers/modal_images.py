@@ -7,7 +7,7 @@ ahead of time (the hourly prewarm job) publishes them under `modal_image_name(..
 (`image.publish(name)`); `build_image` then finds the name and builds nothing. When no image is
 published, it builds one the simple way:
 
-1. check the commit out on the worker (workflows/providers/images.py: `resolve_commit`,
+1. check the commit out on the worker (workflows/prewarm/image_builder.py: `resolve_commit`,
    `checkout`), pack it as a tar;
 2. create a build sandbox from the base image (`modal_base_image`, default `Image.debian_slim()`)
    *with* network, copy the tar in (`filesystem.copy_from_local`) and unpack it at /repo;
@@ -32,8 +32,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workflows.prewarm.image_builder import build_failure, checkout, resolve_commit
 from workflows.providers.base import SandboxCreateError, SandboxError
-from workflows.providers.images import build_failure, checkout, resolve_commit
 
 if TYPE_CHECKING:
     from workflows.providers.modal import ModalProvider

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from workflows.prewarm.image_builder import ImageBuilder
 from workflows.providers.base import (
     ExecResult,
     ProviderRefused,
@@ -32,7 +33,6 @@ from workflows.providers.base import (
     SandboxSpec,
 )
 from workflows.providers.folder import FolderSandbox, read_state
-from workflows.providers.images import ImageBuilder
 from workflows.providers.launch import run_bounded, wait_ready
 from workflows.providers.layout import (
     Layout,
