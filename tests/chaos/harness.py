@@ -38,8 +38,8 @@ from workflows.engine.planning import plan_experiment
 from workflows.engine.repos import commit_all, init_repo
 from workflows.providers import create_provider
 from workflows.providers.base import SandboxError
-from workflows.providers.cgroups import CGROUP_ROOT
-from workflows.providers.layout import sandbox_slug
+from workflows.providers.common.sandbox_layout import sandbox_slug
+from workflows.providers.local.cgroups import CGROUP_ROOT
 from workflows.records import RunResult, RunStatus
 from workflows.report import build_report
 from workflows.settings import Settings

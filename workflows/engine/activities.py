@@ -56,7 +56,7 @@ from workflows.providers.base import (
     SandboxRateLimited,
     SandboxSpec,
 )
-from workflows.providers.modal_cost import sandbox_usage
+from workflows.providers.modal.modal_cost import sandbox_usage
 from workflows.records import CriterionScore, RunResult, RunStatus, weighted_score
 from workflows.redaction import Redactor
 from workflows.scoring import JudgeUnavailable, RubricError, failed_criteria

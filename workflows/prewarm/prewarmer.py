@@ -18,7 +18,7 @@ from workflows.prewarm.image_builder import ImageBuilder, SetupRunner, read_read
 from workflows.prewarm.reset_builder import discard_image
 from workflows.prewarm.snapshots import Snapshot, SnapshotIndex, exclusive
 from workflows.providers.base import PrewarmedImage, PrewarmInUse, SandboxCreateError
-from workflows.providers.layout import tree_size
+from workflows.providers.common.sandbox_layout import tree_size
 
 
 class Prewarmer:

@@ -34,7 +34,7 @@ from workflows.providers.base import (
     SandboxError,
     SandboxSpec,
 )
-from workflows.providers.layout import (
+from workflows.providers.common.sandbox_layout import (
     POOL_RUN_ID,
     Layout,
     new_sandbox_id,

@@ -2,6 +2,12 @@
 
 Providers register a factory (settings -> provider) under their name; factories import their module
 lazily, so choosing `local` never imports an SDK another provider needs.
+
+The package, by who imports what: `base.py` is the contract every provider implements and imports
+(it imports no provider); `local/`, `modal/` and `process.py` are the providers, with what only
+each uses (the process provider's runner `spawner.py` sits beside it); `egress/` is the egress
+proxy the `local` provider starts; `common/` is the plumbing several of them share, the in-sandbox
+runner included. Built images and prewarming are workflows/prewarm.
 """
 
 from __future__ import annotations
@@ -68,3 +74,6 @@ def create_provider(settings: Settings) -> SandboxProvider:
         known = ", ".join(sorted(PROVIDERS))
         raise ProviderRefused(f"unknown sandbox provider {settings.provider!r}; known: {known}")
     return factory(settings)
+
+
+__all__ = ["PROVIDERS", "ProviderFactory", "create_provider", "register_provider"]

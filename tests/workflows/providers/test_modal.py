@@ -26,8 +26,8 @@ from workflows.providers.base import (
     SandboxSpec,
 )
 from workflows.providers.modal import ModalConfig, ModalProvider, ModalSandbox
-from workflows.providers.modal_admission import AdmissionLimits
-from workflows.providers.modal_images import modal_image_name
+from workflows.providers.modal.modal_admission import AdmissionLimits
+from workflows.providers.modal.modal_images import modal_image_name
 from workflows.settings import Settings
 
 pytestmark = [

@@ -28,7 +28,7 @@ from workflows.prewarm.prewarmer import Prewarmer
 from workflows.prewarm.reset_builder import ResetBuilder
 from workflows.prewarm.snapshots import SnapshotIndex
 from workflows.prewarm.warm_pool import HEADROOM_MB, WarmPool
-from workflows.providers import egress, seccomp
+from workflows.providers import egress
 from workflows.providers.base import (
     ExecResult,
     HostUnsupported,
@@ -41,19 +41,18 @@ from workflows.providers.base import (
     SandboxProvider,
     SandboxSpec,
 )
-from workflows.providers.bwrap import BASE_ENV, BUILD_ETC_FILES, Bind, BwrapCommand, write_etc
-from workflows.providers.cgroups import CGROUP_ROOT, CgroupSet, CgroupUsage, cgroups_available
-from workflows.providers.disk import (
-    create_disk,
-    disk_full,
-    disk_size_mb,
-    mount_disk,
-    remove_disk,
+from workflows.providers.common import RUNNER
+from workflows.providers.common.bwrap import (
+    BASE_ENV,
+    BUILD_ETC_FILES,
+    Bind,
+    BwrapCommand,
+    write_etc,
 )
-from workflows.providers.egress_proxy import EgressProxy
-from workflows.providers.folder import FolderSandbox, read_state
-from workflows.providers.launch import joined, launch_detached, run_bounded, wait_ready
-from workflows.providers.layout import (
+from workflows.providers.common.folder import FolderSandbox, read_state
+from workflows.providers.common.launch import joined, launch_detached, run_bounded, wait_ready
+from workflows.providers.common.procs import start_time
+from workflows.providers.common.sandbox_layout import (
     Layout,
     build_env,
     check_sandbox_id,
@@ -67,13 +66,20 @@ from workflows.providers.layout import (
     write_case_files,
     write_meta,
 )
-from workflows.providers.procs import start_time
-from workflows.providers.settle import settled
-from workflows.providers.slots import UidSlots
+from workflows.providers.common.settle import settled
+from workflows.providers.local import seccomp
+from workflows.providers.local.cgroups import CGROUP_ROOT, CgroupSet, CgroupUsage, cgroups_available
+from workflows.providers.local.disk import (
+    create_disk,
+    disk_full,
+    disk_size_mb,
+    mount_disk,
+    remove_disk,
+)
+from workflows.providers.local.slots import UidSlots
 
 log = logging.getLogger(__name__)
 
-RUNNER = Path(__file__).with_name("runner.py")
 SANDBOX_PYTHON = "/usr/bin/python3"
 SANDBOX_DIRS = {"repo": "/repo", "world": "/world", "case": "/case", "out": "/out"}
 BUILD_LIMITS = ResourceLimits(cpu=2.0, memory_mb=4096, pids=1024, file_size_mb=2048, disk_mb=2048)
@@ -198,7 +204,7 @@ class LocalSandbox(FolderSandbox):
             raise SandboxError(f"the runner of sandbox {self.id} did not start: {self.log_tail()}")
 
     async def start_egress(self) -> None:
-        """The egress proxy for this run's allow_domains, outside the sandbox (egress.py)."""
+        """The egress proxy for this run's allow_domains, outside the sandbox (egress/)."""
         await egress.stop_proxy(self.meta.get("egress"))  # an earlier attempt's, if any
         self.meta["egress"] = await egress.launch_proxy(
             self.egress_socket,
@@ -481,7 +487,7 @@ class LocalProvider(SandboxProvider):
         if not self.build_allow_domains:
             yield None
             return
-        proxy = EgressProxy(
+        proxy = egress.EgressProxy(
             str(socket_path), self.build_allow_domains, run_id="build", resolve=self.egress_resolve
         )
         async with proxy:
