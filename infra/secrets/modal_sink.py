@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from infra.secrets.errors import SinkError
+from infra.secrets.secret_errors import SinkError
 from infra.secrets.sink import SecretSink
 from workflows.secret_store import SecretStoreError, check_group_name
 

@@ -29,11 +29,11 @@ from pydantic import SecretStr
 from temporalio.client import Client
 
 from bot.github import report_comment as rc
-from bot.planning import BASE_ARM, HEAD_ARM
+from bot.pr_planning import BASE_ARM, HEAD_ARM
 from bot.render import render_markdown
 from tests.fakes.github_server import FakeGitHub
 from workflows.catalog.models import ArmSpec, ExperimentSpec
-from workflows.engine.client import run_executions
+from workflows.engine.engine_client import run_executions
 from workflows.engine.planning import plan_experiment
 from workflows.engine.repos import commit_all, init_repo
 from workflows.providers import create_provider

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from workflows.budget import default_budget
+from workflows.experiment_budget import default_budget
 from workflows.settings import Settings
 
 
@@ -38,8 +38,8 @@ def test_environment_variables_configure_everything(monkeypatch: object) -> None
 
 def test_repo_budgets_are_keyed_as_the_lookup_tries_them(monkeypatch: pytest.MonkeyPatch) -> None:
     """The description says what keys EVALBOT_REPO_BUDGETS_USD takes, and they are the ones
-    workflows.budget.default_budget tries: the bot's owner/name then clone URL, the CLI's --repo,
-    else EVALBOT_BUDGET_USD."""
+    workflows.experiment_budget.default_budget tries: the bot's owner/name then clone URL, the
+    CLI's --repo, else EVALBOT_BUDGET_USD."""
     monkeypatch.setenv(
         "EVALBOT_REPO_BUDGETS_USD",
         '{"acme/agent": 2.5, "https://github.com/acme/other.git": 1.25, "/src/agent": 0.5}',

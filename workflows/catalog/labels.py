@@ -6,7 +6,7 @@ budget and the report read the budget; the CLI's `rerun` counts the agent failur
 
 from __future__ import annotations
 
-BUDGET_LABEL = "budget_usd"  # the experiment's budget in USD (workflows/budget.py)
+BUDGET_LABEL = "budget_usd"  # the experiment's budget in USD (workflows/experiment_budget.py)
 RERAN_AGENT_FAILURES = "reran_agent_failures"  # cells rerun on request (CLI rerun)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from workflows.catalog.errors import CatalogError
+from workflows.catalog.catalog_errors import CatalogError
 from workflows.catalog.loaders import AGENT_CONFIG, parse_agent_config
 from workflows.prewarm.image_builder import git
 from workflows.prewarm.snapshots import Snapshot

@@ -7,7 +7,7 @@ from __future__ import annotations
 from workflows.catalog.models import ExperimentSpec
 from workflows.prewarm.image_label import ImageOrigin, duration, split_reference
 from workflows.records import RunResult
-from workflows.report.models import ImageNote
+from workflows.report.report_models import ImageNote
 
 STALE_AFTER_S = 2 * 3600
 
