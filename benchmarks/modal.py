@@ -42,7 +42,7 @@ from tests.fakes.modal_fake import FakeModal, host_problem  # noqa: E402 - after
 from tests.workflows.providers.kits import make_agent_repo, make_world  # noqa: E402 - after the path fix above
 from workflows.providers.base import ResourceLimits, SandboxError, SandboxSpec  # noqa: E402
 from workflows.providers.modal import ModalConfig, ModalProvider, ModalSandbox  # noqa: E402
-from workflows.providers.modal_admission import AdmissionLimits  # noqa: E402
+from workflows.providers.modal.modal_admission import AdmissionLimits  # noqa: E402
 
 AGENT = 'echo "42 for $(cat "$EVALBOT_CASE_DIR/case.json")" > "$EVALBOT_OUT_DIR/answer.md"'
 SERVER_RATE = 5.0

@@ -50,8 +50,8 @@ from benchmarks.trivial_matter import write_agent, write_catalog  # noqa: E402
 from bot.composition import open_store  # noqa: E402 - after the path fix above
 from tests.fakes.modal_fake import FakeModal, host_problem  # noqa: E402
 from workflows.catalog.models import ArmSpec  # noqa: E402
-from workflows.engine.client import start_experiment, wait_for  # noqa: E402
 from workflows.engine.embedded import engine_session  # noqa: E402
+from workflows.engine.engine_client import start_experiment, wait_for  # noqa: E402
 from workflows.engine.grading import CaseGrader  # noqa: E402
 from workflows.engine.planning import plan_experiment  # noqa: E402
 from workflows.providers.modal import ModalConfig, ModalProvider  # noqa: E402

@@ -46,8 +46,8 @@ from trivial_matter import write_agent, write_catalog
 
 from bot.composition import open_store
 from workflows.catalog.models import ArmSpec
-from workflows.engine.client import run_executions, start_experiment, wait_for
 from workflows.engine.embedded import engine_session
+from workflows.engine.engine_client import run_executions, start_experiment, wait_for
 from workflows.engine.grading import CaseGrader
 from workflows.engine.planning import plan_experiment
 from workflows.engine.workflows import batch_size

@@ -47,9 +47,9 @@ sys.path.insert(0, str(ROOT))
 from packaging.markers import default_environment  # noqa: E402
 from packaging.requirements import Requirement  # noqa: E402
 
+from workflows.prewarm.image_label import split_reference  # noqa: E402
 from workflows.providers.base import SandboxSpec  # noqa: E402
 from workflows.providers.local import LocalProvider  # noqa: E402
-from workflows.providers.prewarm_label import split_reference  # noqa: E402
 
 AGENT = ROOT / "examples" / "legal-agent"
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"

@@ -89,7 +89,7 @@ class RecordingLauncher:
 def bench_app() -> Any:
     """`uvicorn --factory` entry point: the real app with the recording launcher, per process."""
     from bot.app import create_app
-    from bot.github.client import ClientOptions, GitHubClients
+    from bot.github.github_client import ClientOptions, GitHubClients
     from workflows.settings import Settings
     from workflows.store import Store
 

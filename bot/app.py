@@ -9,9 +9,9 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from bot import composition, dashboard
-from bot.github.auth import GitHubConfigError
-from bot.github.client import GitHubClients
 from bot.github.gateway import RepoGateway
+from bot.github.github_auth import GitHubConfigError
+from bot.github.github_client import GitHubClients
 from bot.launcher import Launcher, TemporalLauncher
 from bot.metrics import metrics_router
 from bot.service import EvalService

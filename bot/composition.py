@@ -41,7 +41,7 @@ def open_store(settings: Settings) -> Store:
 
 def extra_activities(settings: Settings, store: Store) -> list[Callable[..., Any]]:
     """Activities of the surfaces (GitHub reporting) registered on the runs worker."""
-    from bot.github.activities import github_activities
+    from bot.github.github_activities import github_activities
 
     return list(github_activities(settings, store))
 

@@ -1,7 +1,8 @@
 """The hand-off from the web process to Temporal.
 
 `Launcher` is what the webhook handlers call; none of its methods waits for an experiment to run.
-`TemporalLauncher` is the real one: it wraps `workflows.engine.client` and connects on first use.
+`TemporalLauncher` is the real one: it wraps `workflows.engine.engine_client` and connects on first
+use.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.runtime import Runtime
 
 from bot.identity import parse_experiment_id
-from workflows.budget import rerun_terms
 from workflows.catalog.models import ExperimentSpec
-from workflows.engine import client as engine
+from workflows.engine import engine_client as engine
 from workflows.engine.types import Progress
+from workflows.experiment_budget import rerun_terms
 from workflows.settings import Settings
 from workflows.store import Store
 

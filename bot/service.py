@@ -18,7 +18,7 @@ from github import GithubException
 
 from bot import replies
 from bot.github.gateway import RepoGateway
-from bot.github.types import PullInfo, ReporterRef
+from bot.github.github_types import PullInfo, ReporterRef
 from bot.grammar import (
     Approve,
     CancelEval,
@@ -33,7 +33,7 @@ from bot.grammar import (
 )
 from bot.identity import parse_experiment_id, pr_prefix
 from bot.launcher import Launcher, LaunchError
-from bot.planning import LimitError, Planner
+from bot.pr_planning import LimitError, Planner
 from bot.trust import (
     ALLOWED,
     APPROVAL_LABEL,
@@ -42,9 +42,9 @@ from bot.trust import (
     actor_verdict,
     fork_verdict,
 )
-from workflows.budget import BudgetExhausted
-from workflows.catalog.errors import CatalogError, UnknownNameError
+from workflows.catalog.catalog_errors import CatalogError, UnknownNameError
 from workflows.engine.planning import PlanError
+from workflows.experiment_budget import BudgetExhausted
 from workflows.settings import Settings
 from workflows.store import Store
 

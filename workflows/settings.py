@@ -467,7 +467,7 @@ class DashboardSettings(_Group):
 
 
 class BudgetSettings(_Group):
-    """Default budgets and the daily cap (workflows/budget.py, docs/cli.md)."""
+    """Default budgets and the daily cap (workflows/experiment_budget.py, docs/cli.md)."""
 
     model_config = _group_config("budget")
 

@@ -15,9 +15,9 @@ import uvicorn
 from bot import composition
 from bot.app import build_service, create_app, webhook_secret
 from bot.commands.errors import CommandError, command_errors
-from bot.github.auth import GitHubConfigError
-from bot.github.client import GitHubClients
-from bot.github.types import PayloadError
+from bot.github.github_auth import GitHubConfigError
+from bot.github.github_client import GitHubClients
+from bot.github.github_types import PayloadError
 from bot.launcher import TemporalLauncher
 from bot.webhooks.routes import build_router
 from bot.webhooks.routing import Event, Router

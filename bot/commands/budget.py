@@ -1,9 +1,9 @@
 """`evalbot estimate` — what an experiment would cost and take, before starting it.
 
 Plans the experiment exactly as `evalbot run` would (same flags) and estimates from stored runs of
-the dataset (workflows.budget). With --budget-usd, exits 4 when the estimate exceeds it, so an agent
-can check a plan against its budget before spending anything. Exit codes: 0 estimated (or no history
-to estimate from: "known": false), 2 bad input, 4 over budget.
+the dataset (workflows.experiment_budget). With --budget-usd, exits 4 when the estimate exceeds it,
+so an agent can check a plan against its budget before spending anything. Exit codes: 0 estimated
+(or no history to estimate from: "known": false), 2 bad input, 4 over budget.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from bot import composition
 from bot.commands.errors import ExitCode, command_errors
 from bot.commands.plan_flags import ExperimentFlags, experiment_options
 from bot.commands.run_budget import estimate_summary
-from workflows.budget import estimate_experiment, format_estimate
+from workflows.experiment_budget import estimate_experiment, format_estimate
 from workflows.settings import Settings
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from bot.commands.errors import CommandError, command_errors
-from workflows.catalog.errors import CatalogError, UnknownNameError
+from workflows.catalog.catalog_errors import CatalogError, UnknownNameError
 from workflows.catalog.loaders import load_dataset
 from workflows.catalog.models import NAME_PATTERN
 from workflows.settings import Settings

@@ -20,16 +20,16 @@ from bot.commands.plan_flags import ExperimentFlags, experiment_options
 from bot.commands.run_budget import budget_labels, estimate_line
 from bot.progress import ProgressDisplay
 from bot.render import render_markdown
-from workflows.budget import BudgetExhausted, rerun_terms
-from workflows.catalog.errors import CatalogError, UnknownNameError
+from workflows.catalog.catalog_errors import CatalogError, UnknownNameError
+from workflows.catalog.labels import RERAN_AGENT_FAILURES
 from workflows.catalog.loaders import load_dataset
 from workflows.catalog.models import ArmSpec, ExperimentSpec
-from workflows.engine import client as engine_client
+from workflows.engine import engine_client
 from workflows.engine.planning import plan_experiment
+from workflows.experiment_budget import BudgetExhausted, rerun_terms
 from workflows.outcomes import AGENT_FAILURES
 from workflows.records import RunResult
 from workflows.report import ExperimentReport, build_report
-from workflows.report.build import RERAN_AGENT_FAILURES
 from workflows.scoring.rubric_hash import rubric_hashes
 from workflows.settings import Settings
 from workflows.store import Store

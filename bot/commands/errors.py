@@ -29,7 +29,7 @@ from typing import IO, Any, ClassVar
 
 import click
 
-from workflows.catalog.errors import CatalogError, UnknownNameError
+from workflows.catalog.catalog_errors import CatalogError, UnknownNameError
 from workflows.engine.devserver import DevServerError
 from workflows.engine.planning import PlanError
 from workflows.engine.repos import RepoError

@@ -1,4 +1,4 @@
-"""`evalbot history --dataset NAME [--json]` — main's scores over commits (workflows.history).
+"""`evalbot history --dataset NAME [--json]` — main's scores over commits (workflows.score_history).
 
 Exit codes: 0 printed (an empty history is printed as such), 1 the store could not be read.
 """
@@ -11,7 +11,7 @@ import click
 
 from bot import composition
 from bot.commands.errors import command_errors
-from workflows.history import MeanInterval, score_history
+from workflows.score_history import MeanInterval, score_history
 from workflows.settings import Settings
 
 

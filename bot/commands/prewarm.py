@@ -25,13 +25,13 @@ from workflows.settings import Settings
 from workflows.store import StoreError
 
 if TYPE_CHECKING:
-    from workflows.providers.prewarm_jobs import PrewarmJobs
+    from infra.prewarm import PrewarmJobs
 
 
 @contextlib.contextmanager
 def _jobs(settings: Settings) -> Iterator[PrewarmJobs]:
+    from infra.prewarm import PrewarmJobs
     from workflows.providers import create_provider
-    from workflows.providers.prewarm_jobs import PrewarmJobs
     from workflows.store import Store
     from workflows.store.prewarmed_images import PrewarmRecords
 
@@ -83,7 +83,7 @@ def prewarm_group(
         }  # fmt: skip
         click.echo(json.dumps(payload))
         return
-    from workflows.providers.prewarm_label import duration
+    from workflows.prewarm.image_label import duration
 
     verb = f"built in {duration(record.build_seconds)}" if outcome.built else "already current"
     click.echo(
@@ -126,8 +126,8 @@ def gc_command(settings: Settings, repo: str | None, keep: int | None, as_json: 
 @prewarm_errors
 def status_command(settings: Settings, as_json: bool, check: bool) -> None:
     """The newest prewarmed image per repository, its age, and whether it is stale (> 2 h)."""
-    from workflows.providers.prewarm_jobs import prewarm_status
-    from workflows.providers.prewarm_label import duration
+    from infra.prewarm import prewarm_status
+    from workflows.prewarm.image_label import duration
     from workflows.store import Store
     from workflows.store.prewarmed_images import PrewarmRecords
 

@@ -23,7 +23,7 @@ from bot.commands.errors import CommandError, ExitCode, command_errors
 from workflows.catalog.models import Dataset, ExperimentSpec
 from workflows.engine.catalog_cache import CatalogCache
 from workflows.engine.grading import CaseGrader
-from workflows.engine.regrade import (
+from workflows.engine.regrade_runs import (
     CriterionDiff,
     RegradeResult,
     VerdictChange,
@@ -34,7 +34,7 @@ from workflows.engine.regrade import (
 )
 from workflows.records import RunResult
 from workflows.report.checks import rubric_check
-from workflows.report.models import RubricCheck
+from workflows.report.report_models import RubricCheck
 from workflows.scoring.rubric_hash import rubric_hashes
 from workflows.settings import Settings
 from workflows.store import Store

@@ -7,16 +7,15 @@
 from __future__ import annotations
 
 from bot.commands.errors import CommandError
-from workflows.budget import (
+from workflows.catalog.labels import budget_from_labels, budget_label
+from workflows.catalog.models import ExperimentSpec
+from workflows.experiment_budget import (
     BudgetExhausted,
     Estimate,
-    budget_label,
     effective_budget,
     estimate_experiment,
     format_estimate,
 )
-from workflows.catalog.models import ExperimentSpec
-from workflows.engine.types import budget_from_labels
 from workflows.settings import Settings
 from workflows.store import Store
 

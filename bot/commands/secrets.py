@@ -31,7 +31,7 @@ def secrets_group() -> None:
 def sync_command(settings: Settings, dry_run: bool, as_json: bool) -> None:
     """Copy each mapped Vault secret's allowlisted keys into its secret group."""
     from infra.secrets import SecretsError
-    from infra.secrets.service import sync_secrets
+    from infra.secrets.secret_service import sync_secrets
 
     try:
         changes = sync_secrets(settings, os.environ, now=datetime.now(UTC), dry_run=dry_run)
@@ -55,7 +55,7 @@ def sync_command(settings: Settings, dry_run: bool, as_json: bool) -> None:
 def status_command(settings: Settings, as_json: bool, check: bool) -> None:
     """Each group's age and Vault version; flags stale, never-synced and overdue groups."""
     from infra.secrets import SecretsError
-    from infra.secrets.service import secret_status
+    from infra.secrets.secret_service import secret_status
     from infra.secrets.status import format_age
 
     try:

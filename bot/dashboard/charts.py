@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from workflows.history import HistoryPoint
+from workflows.score_history import HistoryPoint
 
 WIDTH, HEIGHT, PAD = 860, 280, 40
 PALETTE = ("#6f42c1", "#e36209", "#22863a", "#b08800", "#005cc5", "#d73a49")

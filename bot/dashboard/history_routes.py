@@ -1,5 +1,5 @@
-"""A dataset's history: main's score over commits (workflows.history) as a chart and a table, with
-release tags and the main evaluations whose own comparison found a regression."""
+"""A dataset's history: main's score over commits (workflows.score_history) as a chart and a
+table, with release tags and the main evaluations whose own comparison found a regression."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from bot.dashboard.charts import ChartPoint, history_svg
 from bot.dashboard.deps import PREFIX, StoreDep, UserDep, signed_in_router
 from bot.dashboard.pages import page
 from workflows.catalog.models import ExperimentSpec
-from workflows.history import HistoryPoint, is_main_evaluation, score_history
 from workflows.records import RunResult
 from workflows.report import build_report
+from workflows.score_history import HistoryPoint, is_main_evaluation, score_history
 from workflows.stats import Verdict
 from workflows.store import Store
 

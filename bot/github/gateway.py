@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from github import Github, GithubException
 
-from bot.github.types import PullInfo
+from bot.github.github_types import PullInfo
 from bot.trust import APPROVAL_CONTEXT
 
 CheckStatus = Literal["queued", "in_progress", "completed"]

@@ -2,7 +2,7 @@
 
 One sticky comment per (PR, dataset) is found by `marker(dataset)`; a second hidden line names
 the experiment it currently shows, so that a late update from a superseded experiment does not
-overwrite the newer one's report (bot/github/activities.py decides which is newer).
+overwrite the newer one's report (bot/github/github_activities.py decides which is newer).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def queued_text(spec: ExperimentSpec, details_url: str | None, estimate: str = "
         f"⏳ **Queued:** {len(spec.case_ids)} cases × {len(spec.arms)} arms × "
         f"{spec.trials} trials = {cells} cells. This comment updates as they finish.",
     ]
-    if estimate:  # workflows.budget: "≈ $41, ~35 min", from earlier runs of the dataset
+    if estimate:  # workflows.experiment_budget: "≈ $41, ~35 min", from earlier runs of the dataset
         lines.append(f"Estimate: {estimate}.")
     return _with_link("\n".join(lines), details_url)
 

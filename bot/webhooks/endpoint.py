@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from bot.github.types import PayloadError
+from bot.github.github_types import PayloadError
 from bot.service import EvalService, Outcome
 from bot.webhooks import signature
 from bot.webhooks.deliveries import DeliveryGate

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.github.types import PayloadError
+from bot.github.github_types import PayloadError
 from bot.service import Origin
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.github.types import PullInfo
+from bot.github.github_types import PullInfo
 from bot.service import EVAL_LABEL_PREFIX, EvalService, Outcome
 from bot.trust import APPROVAL_LABEL
 from bot.webhooks.payloads import field, sender_origin

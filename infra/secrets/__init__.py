@@ -1,7 +1,8 @@
 """Vault -> provider secret sync: the reviewed mapping, Vault login, the sync itself, the sinks it
 writes to, its records and status. See docs/secrets.md."""
 
-from infra.secrets.errors import (
+from infra.secrets.mapping import GroupMapping, SecretMapping, load_mapping, render_policy
+from infra.secrets.secret_errors import (
     MappingError,
     MissingKey,
     SecretNotFound,
@@ -13,7 +14,6 @@ from infra.secrets.errors import (
     VaultSealed,
     VaultUnreachable,
 )
-from infra.secrets.mapping import GroupMapping, SecretMapping, load_mapping, render_policy
 from infra.secrets.sink import LocalSecretSink, SecretSink
 from infra.secrets.sinks import build_sink
 from infra.secrets.sync import Action, GroupChange, SecretSync

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from infra.secrets.errors import MappingError
+from infra.secrets.secret_errors import MappingError
 from workflows.secret_store import GROUP_NAME
 
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"

@@ -1,7 +1,8 @@
 """`ModalSecretSink`: synced secret groups as named Modal Secrets, one Secret per group.
 
 The Secret's name is the group's name, which is what the `modal` provider asks for when a run's
-`evalbot.toml` lists the group (`modal.Secret.from_name(group)`, workflows/providers/modal.py).
+`evalbot.toml` lists the group (`modal.Secret.from_name(group)`,
+workflows/providers/modal/modal_provider.py).
 
 Each group is written with one call that creates the Secret or replaces its contents exactly (keys
 dropped from the mapping disappear): `Secret._create_deployed(..., overwrite=True)`, the call
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from infra.secrets.errors import SinkError
+from infra.secrets.secret_errors import SinkError
 from infra.secrets.sink import SecretSink
 from workflows.secret_store import SecretStoreError, check_group_name
 

@@ -9,7 +9,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 
-from infra.secrets.errors import VaultConfigError, VaultUnreachable
+from infra.secrets.secret_errors import VaultConfigError, VaultUnreachable
 
 REQUEST_URL = "ACTIONS_ID_TOKEN_REQUEST_URL"
 REQUEST_TOKEN = "ACTIONS_ID_TOKEN_REQUEST_TOKEN"  # noqa: S105 (a variable name)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 
-from infra.secrets.errors import SinkError
+from infra.secrets.secret_errors import SinkError
 from workflows.secret_store import LocalSecretStore, SecretStoreError
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from infra.secrets.errors import SinkError
 from infra.secrets.modal_sink import modal_sink
+from infra.secrets.secret_errors import SinkError
 from infra.secrets.sink import LocalSecretSink, SecretSink
 from workflows.secret_store import LocalSecretStore
 from workflows.settings import Settings

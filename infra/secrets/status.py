@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from infra.secrets.mapping import GroupMapping, SecretMapping
-from infra.secrets.records import SyncRecord
+from infra.secrets.secret_records import SyncRecord
 
 
 @dataclass(frozen=True)

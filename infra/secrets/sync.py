@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from infra.secrets.errors import MissingKey
 from infra.secrets.fingerprint import Fingerprinter
 from infra.secrets.mapping import GroupMapping, SecretMapping
-from infra.secrets.records import SyncRecord, SyncRecordStore
+from infra.secrets.secret_errors import MissingKey
+from infra.secrets.secret_records import SyncRecord, SyncRecordStore
 from infra.secrets.sink import SecretSink
 from infra.secrets.vault import SecretReader, VaultSecret
 

@@ -13,7 +13,8 @@ from typing import Any, Protocol
 import hvac
 import hvac.exceptions as vault_errors
 
-from infra.secrets.errors import (
+from infra.secrets.oidc import github_actions_token
+from infra.secrets.secret_errors import (
     SecretNotFound,
     SecretsError,
     VaultAuthError,
@@ -22,7 +23,6 @@ from infra.secrets.errors import (
     VaultSealed,
     VaultUnreachable,
 )
-from infra.secrets.oidc import github_actions_token
 from workflows.redaction import Redactor
 from workflows.settings import Settings
 

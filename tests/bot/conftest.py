@@ -19,7 +19,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from bot.app import create_app
-from bot.github.client import ClientOptions, GitHubClients
+from bot.github.github_client import ClientOptions, GitHubClients
 from bot.webhooks.signature import sign
 from tests.bot.payloads import SECRET, pull_json
 from tests.conftest import FIXTURES

@@ -52,7 +52,7 @@ def test_run_refuses_when_the_daily_cap_is_spent(tmp_path: Path) -> None:
 
 def test_the_bots_first_reply_shows_the_estimate() -> None:
     from bot.github.report_comment import queued_text
-    from workflows.budget import estimate_from_runs, format_estimate
+    from workflows.experiment_budget import estimate_from_runs, format_estimate
 
     spec = make_spec(n_cases=41, trials=1, arms=("main",))
     past = spec.model_copy(update={"experiment_id": "past"})

@@ -22,7 +22,7 @@ from bot.commands.errors import (
     ExitCode,
     command_errors,
 )
-from workflows.catalog.errors import CatalogError, UnknownNameError
+from workflows.catalog.catalog_errors import CatalogError, UnknownNameError
 from workflows.engine.devserver import DevServerError
 from workflows.engine.planning import PlanError
 from workflows.engine.repos import RepoError

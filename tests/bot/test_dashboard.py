@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from bot.app import create_app
 from bot.dashboard import ROUTERS, auth, login_routes
 from bot.dashboard.deps import get_user
-from bot.github.client import ClientOptions, GitHubClients
+from bot.github.github_client import ClientOptions, GitHubClients
 from tests.bot.conftest import AppServer
 from tests.fakes.launcher import FakeLauncher
 from tests.support.experiments import make_spec, scored_run

@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 from pydantic import SecretStr
 
 from bot.app import create_app
-from bot.github.client import ClientOptions, GitHubClients
+from bot.github.github_client import ClientOptions, GitHubClients
 from tests.bot.conftest import AppServer
 from tests.fakes.launcher import FakeLauncher
 from workflows.settings import Settings

@@ -17,7 +17,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from bot.app import create_app
 from bot.composition import open_store, session
-from bot.github.client import ClientOptions, GitHubClients
+from bot.github.github_client import ClientOptions, GitHubClients
 from bot.launcher import TemporalLauncher
 from tests.bot.conftest import AppServer, Sender
 from tests.bot.payloads import REPO, pr_comment, pull_event, pull_json

@@ -12,10 +12,11 @@ from bot.launcher import TemporalLauncher
 from tests.support.agent_repo import TINY_CATALOG
 from tests.support.experiments import make_spec, scored_run
 from tests.support.temporal import engine_settings_for
-from workflows.budget import BudgetExhausted
-from workflows.engine import client as engine
+from workflows.catalog.labels import BUDGET_LABEL
+from workflows.engine import engine_client as engine
 from workflows.engine.devserver import DevServer
-from workflows.engine.types import BUDGET_LABEL, ExperimentInput
+from workflows.engine.types import ExperimentInput
+from workflows.experiment_budget import BudgetExhausted
 from workflows.records import RunStatus
 from workflows.store import Store
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.github.types import PullInfo
+from bot.github.github_types import PullInfo
 from bot.grammar import StartEval
-from bot.planning import LimitError, Planner
+from bot.pr_planning import LimitError, Planner
 from tests.bot.payloads import BASE_SHA, HEAD_SHA, pull_json
 from tests.conftest import FIXTURES
-from workflows.catalog.errors import UnknownNameError
+from workflows.catalog.catalog_errors import UnknownNameError
 from workflows.settings import Settings
 
 PULL = PullInfo.from_json(pull_json())

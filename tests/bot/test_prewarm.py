@@ -17,9 +17,9 @@ from bot.commands.prewarm import prewarm_group
 from tests.workflows.providers.kits import git
 from tests.workflows.store.builders import make_spec
 from workflows.catalog.models import ArmSpec
+from workflows.prewarm.image_label import split_reference
 from workflows.providers import create_provider
 from workflows.providers.local import host_problem
-from workflows.providers.prewarm_label import split_reference
 from workflows.settings import Settings
 from workflows.store import Store
 from workflows.store.prewarmed_images import PrewarmRecords

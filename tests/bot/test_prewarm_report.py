@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bot.render import render_html, render_markdown
 from tests.workflows.store.builders import make_result, make_spec
-from workflows.providers.prewarm_label import ImageOrigin, with_origin
+from workflows.prewarm.image_label import ImageOrigin, with_origin
 from workflows.records import RunResult
 from workflows.report import build_report
 

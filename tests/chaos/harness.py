@@ -33,13 +33,13 @@ from bot.identity import BASE_ARM, HEAD_ARM
 from bot.render import render_markdown
 from tests.fakes.github_server import FakeGitHub
 from workflows.catalog.models import ArmSpec, ExperimentSpec
-from workflows.engine.client import run_executions
+from workflows.engine.engine_client import run_executions
 from workflows.engine.planning import plan_experiment
 from workflows.engine.repos import commit_all, init_repo
 from workflows.providers import create_provider
 from workflows.providers.base import SandboxError
-from workflows.providers.cgroups import CGROUP_ROOT
-from workflows.providers.layout import sandbox_slug
+from workflows.providers.common.sandbox_layout import sandbox_slug
+from workflows.providers.local.cgroups import CGROUP_ROOT
 from workflows.records import RunResult, RunStatus
 from workflows.report import build_report
 from workflows.settings import Settings, setting_fields

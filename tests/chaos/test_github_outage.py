@@ -19,7 +19,7 @@ import pytest
 
 from bot.app import create_app
 from bot.composition import open_store
-from bot.github.client import ClientOptions, GitHubClients
+from bot.github.github_client import ClientOptions, GitHubClients
 from bot.launcher import TemporalLauncher
 from tests.bot.conftest import AppServer, Sender
 from tests.bot.payloads import REPO, SECRET, pr_comment, pull_json
@@ -34,8 +34,8 @@ from tests.chaos.harness import (
 )
 from tests.chaos.record import record
 from tests.fakes.github_server import FakeGitHub
-from workflows.engine.client import connect, wait_for
 from workflows.engine.devserver import DevServer
+from workflows.engine.engine_client import connect, wait_for
 
 OUTAGE_S = 60.0
 CLIENT_TIMEOUT_S = 3

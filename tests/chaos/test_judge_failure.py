@@ -42,8 +42,8 @@ from tests.fakes.github_server import FakeGitHub
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.support.experiments import wait_stored
 from workflows.catalog.models import ArmSpec
-from workflows.engine.client import connect, start_experiment, wait_for
 from workflows.engine.devserver import DevServer
+from workflows.engine.engine_client import connect, start_experiment, wait_for
 from workflows.engine.planning import plan_experiment
 from workflows.records import RunResult, RunStatus
 from workflows.settings import Settings

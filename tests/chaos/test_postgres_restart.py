@@ -30,8 +30,8 @@ from tests.chaos.record import record
 from tests.fakes.github_server import FakeGitHub
 from tests.support.experiments import wait_stored
 from tests.support.postgres import PostgresServer, PostgresUnavailable
-from workflows.engine.client import connect, start_experiment, wait_for
 from workflows.engine.devserver import DevServer
+from workflows.engine.engine_client import connect, start_experiment, wait_for
 
 SEED = 5150
 FAILOVER_S = 30.0

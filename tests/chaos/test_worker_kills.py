@@ -24,7 +24,7 @@ from tests.chaos.harness import (
 from tests.chaos.record import record
 from tests.fakes.github_server import FakeGitHub
 from tests.support.experiments import wait_stored
-from workflows.engine.client import connect, start_experiment, wait_for
+from workflows.engine.engine_client import connect, start_experiment, wait_for
 from workflows.settings import Settings
 
 SEED = 20240610

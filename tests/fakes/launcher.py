@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.launcher import LaunchError
-from workflows.budget import BudgetExhausted
 from workflows.catalog.models import ExperimentSpec
 from workflows.engine.types import Progress
+from workflows.experiment_budget import BudgetExhausted
 
 
 @dataclass

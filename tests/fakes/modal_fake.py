@@ -63,8 +63,8 @@ import modal.stream_type as modal_stream_type
 from modal.stream_type import StreamType
 from modal.types import FileEntry, FileEntryType, FileInfo, FileType
 
-from workflows.providers.launch import launch_detached
-from workflows.providers.procs import is_alive, kill, start_time
+from workflows.providers.common.launch import launch_detached
+from workflows.providers.common.procs import is_alive, kill, start_time
 
 AGENT = Path(__file__).with_name("modal_fake_container.py")
 SYSTEM_LINKS = {"bin": "usr/bin", "lib": "usr/lib", "lib64": "usr/lib64", "sbin": "usr/sbin"}

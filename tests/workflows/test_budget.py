@@ -1,4 +1,4 @@
-"""workflows.budget: estimates from stored runs, per arm config, and the bot's wording."""
+"""workflows.experiment_budget: estimates from stored runs, per arm config, the bot's wording."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.experiments import make_spec, scored_run
-from workflows.budget import (
+from workflows.catalog.models import ArmSpec
+from workflows.experiment_budget import (
     BudgetExhausted,
     effective_budget,
     estimate_from_runs,
@@ -17,7 +18,6 @@ from workflows.budget import (
     spent_today,
     within_budget,
 )
-from workflows.catalog.models import ArmSpec
 from workflows.settings import Settings
 from workflows.store import Store
 

@@ -16,11 +16,12 @@ from tests.support.agent_repo import TINY_CATALOG, tiny_agent_repo
 from tests.support.experiments import make_spec, scored_run
 from tests.support.temporal import engine_settings_for
 from tests.workflows.engine.test_missing_secrets import plan_with_secret_arm
-from workflows.budget import BudgetExhausted, budget_label, effective_budget, spent, spent_today
+from workflows.catalog.labels import budget_label
 from workflows.catalog.models import ArmSpec
-from workflows.engine.client import connect, wait_for
 from workflows.engine.devserver import DevServer
+from workflows.engine.engine_client import connect, wait_for
 from workflows.engine.planning import plan_experiment
+from workflows.experiment_budget import BudgetExhausted, effective_budget, spent, spent_today
 from workflows.records import RunStatus
 from workflows.secret_store import LocalSecretStore
 from workflows.settings import Settings

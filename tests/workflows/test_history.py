@@ -1,4 +1,4 @@
-"""workflows.history: main evaluations only, oldest first, means over cases with t intervals."""
+"""workflows.score_history: main evaluations only, oldest first, case means with t intervals."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.experiments import make_spec, scored_run
-from workflows.history import is_main_evaluation, mean_interval, score_history
+from workflows.score_history import is_main_evaluation, mean_interval, score_history
 from workflows.store import Store
 
 

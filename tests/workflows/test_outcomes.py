@@ -11,7 +11,6 @@ import pytest
 from bot.commands.compare import compare_experiments
 from tests.support.experiments import errored_run, make_spec, scored_run
 from workflows.catalog.models import ExperimentSpec
-from workflows.history import history_point
 from workflows.outcomes import (
     AGENT_FAILURES,
     INFRASTRUCTURE,
@@ -22,6 +21,7 @@ from workflows.outcomes import (
 )
 from workflows.records import CriterionScore, RunResult, RunStatus
 from workflows.report import build_report
+from workflows.score_history import history_point
 from workflows.store import ExperimentRecord, Store
 
 

@@ -1,6 +1,6 @@
-"""Re-grading stored outputs: the pure function (workflows.engine.regrade) and `evalbot regrade`
-end to end — a real catalog on disk, a SQLite store, and the LLM judge over HTTP to the fake
-OpenAI server — telling "the ruler changed" apart from "the agent changed"."""
+"""Re-grading stored outputs: the pure function (workflows.engine.regrade_runs) and `evalbot
+regrade` end to end — a real catalog on disk, a SQLite store, and the LLM judge over HTTP to the
+fake OpenAI server — telling "the ruler changed" apart from "the agent changed"."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tests.support.experiments import make_spec, scored_run
 from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine.catalog_cache import CatalogCache
 from workflows.engine.grading import CaseGrader
-from workflows.engine.regrade import (
+from workflows.engine.regrade_runs import (
     apply_updates,
     criterion_diffs,
     regrade_runs,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from workflows.budget import default_budget
+from workflows.experiment_budget import default_budget
 from workflows.redaction import PLACEHOLDER, Redactor
 from workflows.settings import BudgetSettings, Settings, setting_fields
 
@@ -243,8 +243,8 @@ def test_environment_variables_configure_everything(clean_env: pytest.MonkeyPatc
 
 def test_repo_budgets_are_keyed_as_the_lookup_tries_them(clean_env: pytest.MonkeyPatch) -> None:
     """The description says what keys EVALBOT_REPO_BUDGETS_USD takes, and they are the ones
-    workflows.budget.default_budget tries: the bot's owner/name then clone URL, the CLI's --repo,
-    else EVALBOT_BUDGET_USD."""
+    workflows.experiment_budget.default_budget tries: the bot's owner/name then clone URL, the
+    CLI's --repo, else EVALBOT_BUDGET_USD."""
     clean_env.setenv(
         "EVALBOT_REPO_BUDGETS_USD",
         '{"acme/agent": 2.5, "https://github.com/acme/other.git": 1.25, "/src/agent": 0.5}',

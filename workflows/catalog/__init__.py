@@ -1,6 +1,6 @@
 """Catalog: the vocabulary of docs/architecture.md as pydantic models, and their loaders."""
 
-from workflows.catalog.errors import CatalogError
+from workflows.catalog.catalog_errors import CatalogError
 from workflows.catalog.models import (
     AgentRepoConfig,
     ArmSpec,

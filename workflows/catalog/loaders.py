@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from workflows.catalog.errors import CatalogError, UnknownNameError
+from workflows.catalog.catalog_errors import CatalogError, UnknownNameError
 from workflows.catalog.hashing import tree_version
 from workflows.catalog.models import AgentRepoConfig, Case, Dataset, World
 

@@ -91,7 +91,7 @@ class Dataset(BaseModel):
             return list(self.cases)
         unknown = [s for s in selectors if not self._matches_any(s)]
         if unknown:
-            from workflows.catalog.errors import UnknownNameError
+            from workflows.catalog.catalog_errors import UnknownNameError
 
             raise UnknownNameError("case selector", unknown[0], [c.id for c in self.cases])
         return [c for c in self.cases if any(_selects(s, c) for s in selectors)]

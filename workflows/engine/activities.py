@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError
 
 from workflows import __version__
 from workflows.blobs import LocalBlobStore
-from workflows.catalog.errors import CatalogError
+from workflows.catalog.catalog_errors import CatalogError
 from workflows.catalog.hashing import tree_hashes
 from workflows.catalog.models import Case, ExperimentSpec, World
 from workflows.engine.catalog_cache import CatalogCache
@@ -56,7 +56,7 @@ from workflows.providers.base import (
     SandboxRateLimited,
     SandboxSpec,
 )
-from workflows.providers.modal_cost import sandbox_usage
+from workflows.providers.modal.modal_cost import sandbox_usage
 from workflows.records import CriterionScore, RunResult, RunStatus, weighted_score
 from workflows.redaction import Redactor
 from workflows.scoring import JudgeUnavailable, RubricError, failed_criteria
@@ -482,8 +482,9 @@ class ExperimentActivities:
 
 class ReportActivities(abc.ABC):
     """Publishing an experiment's phases to whoever asked for a report (ExperimentInput.reporter):
-    the engine defines the activity, and the bot implements `publish` (bot/github/activities.py,
-    GitHubReporter) and registers `publish_report` with its workers.
+    the engine defines the activity, and the bot implements `publish`
+    (bot/github/github_activities.py, GitHubReporter) and registers `publish_report` with its
+    workers.
 
     Defined here rather than named by a string shared with the bot: the workflow calls it by
     reference like every other stage (layering forbids importing the bot), its name exists once,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workflows.catalog.errors import UnknownNameError
+from workflows.catalog.catalog_errors import UnknownNameError
 from workflows.catalog.hashing import tree_hashes
 from workflows.catalog.loaders import load_dataset, load_world
 from workflows.catalog.models import Case, Dataset, World

@@ -14,8 +14,8 @@ from temporalio.runtime import Runtime
 from temporalio.worker import Worker
 
 from workflows.engine.activities import Grader, RunStore
-from workflows.engine.client import connect
 from workflows.engine.devserver import embedded_server
+from workflows.engine.engine_client import connect
 from workflows.engine.worker import ROLES, build_workers
 from workflows.providers.base import SandboxProvider
 from workflows.settings import Settings

@@ -8,14 +8,6 @@ from typing import Any
 from workflows.catalog.models import CellRef, ExperimentSpec
 from workflows.records import RunResult, Usage
 
-BUDGET_LABEL = "budget_usd"  # spec label: the experiment's budget in USD (workflows/budget.py)
-
-
-def budget_from_labels(labels: dict[str, str]) -> float | None:
-    """The experiment's budget in USD, from its spec labels (None: no budget)."""
-    value = labels.get(BUDGET_LABEL)
-    return float(value) if value else None
-
 
 @dataclass
 class StageQueues:

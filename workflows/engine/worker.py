@@ -11,7 +11,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from workflows.engine.activities import ExperimentActivities, Grader, RunActivities, RunStore
-from workflows.engine.client import stage_queues
+from workflows.engine.engine_client import stage_queues
 from workflows.engine.workflows import ExperimentWorkflow, RunBatchWorkflow, RunWorkflow
 from workflows.providers.base import SandboxProvider
 from workflows.settings import Settings

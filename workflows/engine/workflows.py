@@ -52,6 +52,7 @@ from workflows.engine.stages import (
 with workflow.unsafe.imports_passed_through():
     # the activity classes for their methods' references: a passed-through module (providers,
     # store) is the worker's, not re-imported in the sandbox, and only its names are used here
+    from workflows.catalog.labels import budget_from_labels
     from workflows.catalog.models import CellRef
     from workflows.engine.activities import (
         HOST_UNSUPPORTED,
@@ -74,7 +75,6 @@ with workflow.unsafe.imports_passed_through():
         RunInput,
         RunSummary,
         ScoreInput,
-        budget_from_labels,
     )
     from workflows.records import RunStatus
 

@@ -3,6 +3,12 @@ settings.sandbox.provider names.
 
 Providers register a factory (settings -> provider) under their name; factories import their module
 lazily, so choosing `local` never imports an SDK another provider needs.
+
+The package, by who imports what: `base.py` is the contract every provider implements and imports
+(it imports no provider); `local/`, `modal/` and `process.py` are the providers, with what only
+each uses (the process provider's runner `spawner.py` sits beside it); `egress/` is the egress
+proxy the `local` provider starts; `common/` is the plumbing several of them share, the in-sandbox
+runner included. Built images and prewarming are workflows/prewarm.
 """
 
 from __future__ import annotations
@@ -71,3 +77,6 @@ def create_provider(settings: Settings) -> SandboxProvider:
             f"unknown sandbox provider {settings.sandbox.provider!r}; known: {known}"
         )
     return factory(settings)
+
+
+__all__ = ["PROVIDERS", "ProviderFactory", "create_provider", "register_provider"]

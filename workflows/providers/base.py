@@ -15,8 +15,8 @@ sets these variables, so agents should read them (falling back to the fixed path
 
 Errors: every method raises a subclass of SandboxError; nothing else escapes a provider.
 
-`Sandbox.start(command)` runs the service's in-sandbox runner (workflows/providers/runner.py, stdlib
-only), which runs `command` (a shell string, /bin/sh -c) as the unprivileged agent user with
+`Sandbox.start(command)` runs the service's in-sandbox runner (workflows/providers/common/runner.py,
+stdlib only), which runs `command` (a shell string, /bin/sh -c) as the unprivileged agent user with
 /repo as working directory, enforces `limits.wall_timeout_s`, caps /out/stdout.log and
 /out/stderr.log at `limits.stdout_limit_mb` each (killing the agent when exceeded), and keeps
 /out/.state.json, rewritten atomically (write + rename):
@@ -240,7 +240,7 @@ class SandboxProvider(abc.ABC):
         image reference usable as SandboxSpec.image. Cached per (repo, commit): building the same
         commit twice, even concurrently, builds once. A reference may end in a `#kind=...`
         fragment saying how it was built (prewarmed reset, full or cold build: see
-        workflows/providers/prewarm_label.py); `create` must accept what `build_image` returned."""
+        workflows/prewarm/image_label.py); `create` must accept what `build_image` returned."""
 
     # -- prewarmed images (optional; docs/prewarm.md) -------------------------------------------
 

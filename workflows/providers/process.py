@@ -1,8 +1,8 @@
 """The `process` provider: agents run as plain host processes. NO isolation: trusted code only.
 
-Same folder layout as `local` (layout.py), but nothing is mounted: the agent finds its folders
-through EVALBOT_REPO_DIR / _WORLD_DIR / _CASE_DIR / _OUT_DIR, runs as the worker's user with the
-worker's view of the machine, and only the runner's limits apply (wall timeout, log caps,
+Same folder layout as `local` (common/sandbox_layout.py), but nothing is mounted: the agent finds
+its folders through EVALBOT_REPO_DIR / _WORLD_DIR / _CASE_DIR / _OUT_DIR, runs as the worker's user
+with the worker's view of the machine, and only the runner's limits apply (wall timeout, log caps,
 RLIMIT_FSIZE). Kept cheap (no cgroups, no disks; runners forked by a spawner, spawner.py) for the
 orchestration benchmark. It refuses to do anything unless constructed with `allowed=True`
 (settings.sandbox.allow_process_provider).
@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from workflows.prewarm.image_builder import ImageBuilder
 from workflows.providers.base import (
     ExecResult,
     ProviderRefused,
@@ -31,10 +32,11 @@ from workflows.providers.base import (
     SandboxProvider,
     SandboxSpec,
 )
-from workflows.providers.folder import FolderSandbox, read_state
-from workflows.providers.images import ImageBuilder
-from workflows.providers.launch import run_bounded, wait_ready
-from workflows.providers.layout import (
+from workflows.providers.common import RUNNER
+from workflows.providers.common.folder import FolderSandbox, read_state
+from workflows.providers.common.launch import run_bounded, wait_ready
+from workflows.providers.common.procs import is_alive, kill, start_time, wait_gone
+from workflows.providers.common.sandbox_layout import (
     Layout,
     build_env,
     check_sandbox_id,
@@ -47,9 +49,8 @@ from workflows.providers.layout import (
     write_case_files,
     write_meta,
 )
-from workflows.providers.procs import is_alive, kill, start_time, wait_gone
-from workflows.providers.settle import settled
-from workflows.providers.spawner import RUNNER, RunnerSpawner
+from workflows.providers.common.settle import settled
+from workflows.providers.spawner import RunnerSpawner
 
 MIB = 1 << 20
 TERMINATE_GRACE_S = 5.0

@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from workflows.providers.base import SandboxError
+from workflows.providers.common import RUNNER
 
-RUNNER = Path(__file__).with_name("runner.py")
 REPLY_BYTES = 1 << 16
 
 

@@ -6,7 +6,7 @@ running experiment (with `progress.complete = False`) and a finished one. It is 
 """
 
 from workflows.report.build import build_report
-from workflows.report.models import (
+from workflows.report.report_models import (
     ArmComparison,
     ArmInfo,
     ArmSummary,

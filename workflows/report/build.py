@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
+from workflows.catalog.labels import RERAN_AGENT_FAILURES, budget_from_labels
 from workflows.catalog.models import ExperimentSpec
-from workflows.engine.types import budget_from_labels
 from workflows.outcomes import (
     BUILD_FAILED,
     InfrastructureLoss,
@@ -15,11 +15,11 @@ from workflows.outcomes import (
     outcome_of,
 )
 from workflows.records import RunResult
-from workflows.report.cases import moved_cases
 from workflows.report.checks import error_classes, is_aa, noise_summary, rubric_check
-from workflows.report.compare import comparison_rows, failure_rate_row
+from workflows.report.comparisons import comparison_rows, failure_rate_row
 from workflows.report.images import image_notes
-from workflows.report.models import (
+from workflows.report.moved_cases import moved_cases
+from workflows.report.report_models import (
     ArmComparison,
     ArmInfo,
     ArmSummary,
@@ -33,8 +33,6 @@ from workflows.report.models import (
 from workflows.report.resources import arm_summary, count_errors, resource_changes
 from workflows.report.table import Table, cells_in_order, criteria_order, score_table
 from workflows.report.verdict import comparison_verdict
-
-RERAN_AGENT_FAILURES = "reran_agent_failures"  # spec label: cells rerun on request (CLI rerun)
 
 
 def build_report(
@@ -109,7 +107,8 @@ def _lost(runs: list[RunResult], arm: str) -> tuple[int, int]:
 
 
 def _budget(spec: ExperimentSpec, runs: list[RunResult]) -> BudgetNote | None:
-    """Stopped by budget: cells are missing and what ran spent the budget (workflows/budget.py)."""
+    """Stopped by budget: cells are missing and what ran spent the budget
+    (workflows/experiment_budget.py)."""
     budget = budget_from_labels(spec.labels)
     if budget is None:
         return None

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from workflows.catalog.models import ExperimentSpec
 from workflows.outcomes import Outcome, outcome_of
 from workflows.records import RunResult, RunStatus
-from workflows.report.models import ErrorClass, NoiseSummary, RubricCheck, TrialsMde
+from workflows.report.report_models import ErrorClass, NoiseSummary, RubricCheck, TrialsMde
 from workflows.report.table import OVERALL_KEY, Table
 from workflows.stats import noise_floor
 

@@ -1,13 +1,13 @@
 """How each arm's image was built, read from its runs' image references (the fragment that
-workflows/providers/prewarm_label.py defines): the report warns about cold builds and about
+workflows/prewarm/image_label.py defines): the report warns about cold builds and about
 prewarmed images older than two hours (the hourly prewarm job may have stopped)."""
 
 from __future__ import annotations
 
 from workflows.catalog.models import ExperimentSpec
-from workflows.providers.prewarm_label import ImageOrigin, duration, split_reference
+from workflows.prewarm.image_label import ImageOrigin, duration, split_reference
 from workflows.records import RunResult
-from workflows.report.models import ImageNote
+from workflows.report.report_models import ImageNote
 
 STALE_AFTER_S = 2 * 3600
 

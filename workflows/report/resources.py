@@ -9,7 +9,7 @@ import numpy as np
 from workflows.catalog.models import ExperimentSpec
 from workflows.outcomes import Outcome, outcome_of
 from workflows.records import RunResult
-from workflows.report.models import ArmSummary, JudgeUsage, PassKRow, ResourceChange, Unit
+from workflows.report.report_models import ArmSummary, JudgeUsage, PassKRow, ResourceChange, Unit
 from workflows.report.table import OVERALL_KEY, ArmScores
 from workflows.stats import is_binary, mean_pass_k
 

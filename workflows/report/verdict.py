@@ -7,7 +7,7 @@ criteria rows keep their own (Holm-corrected) verdicts beside it.
 
 from __future__ import annotations
 
-from workflows.report.models import ComparisonRow, LostCells
+from workflows.report.report_models import ComparisonRow, LostCells
 from workflows.stats import Verdict
 
 

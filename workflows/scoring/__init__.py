@@ -6,11 +6,10 @@
 See docs/graders.md for what each grader checks and for the outputs layout.
 """
 
-from workflows.scoring.errors import OutputsLayoutError, RubricError
 from workflows.scoring.grade import failed_criteria, grade_case, validate_rubric
 from workflows.scoring.graders.llm import NOT_JUDGED
-from workflows.scoring.judge import Judge, JudgeRequest, JudgeUnavailable, JudgeVerdict
-from workflows.scoring.layout import (
+from workflows.scoring.judge_protocol import Judge, JudgeRequest, JudgeUnavailable, JudgeVerdict
+from workflows.scoring.outputs_layout import (
     OUT_DIR,
     WORLD_CHANGES_DIR,
     WORLD_DELETED_FILE,
@@ -20,6 +19,7 @@ from workflows.scoring.layout import (
     load_run_outputs,
 )
 from workflows.scoring.registry import GRADERS
+from workflows.scoring.scoring_errors import OutputsLayoutError, RubricError
 
 __all__ = [
     "GRADERS",

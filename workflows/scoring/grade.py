@@ -9,12 +9,12 @@ from pydantic_core import ErrorDetails
 
 from workflows.catalog.models import Case, Criterion, World
 from workflows.records import CriterionScore
-from workflows.scoring.errors import RubricError
-from workflows.scoring.graders.base import CannotGrade, GradeContext, Params
-from workflows.scoring.judge import Judge
-from workflows.scoring.layout import RunOutputs, WorldView
+from workflows.scoring.graders.grader_base import CannotGrade, GradeContext, Params
+from workflows.scoring.judge_protocol import Judge
+from workflows.scoring.outputs_layout import RunOutputs, WorldView
 from workflows.scoring.registry import grader_for
 from workflows.scoring.rubric_hash import criterion_hash
+from workflows.scoring.scoring_errors import RubricError
 
 
 def grade_case(

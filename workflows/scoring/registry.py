@@ -7,8 +7,8 @@ from types import MappingProxyType
 from typing import Any
 
 from workflows.catalog.models import GraderKind
-from workflows.scoring.graders.base import Grader
 from workflows.scoring.graders.files import FILE_CHANGED, FILE_CREATED
+from workflows.scoring.graders.grader_base import Grader
 from workflows.scoring.graders.json_field import JSON_FIELD_EQUALS
 from workflows.scoring.graders.llm import LLM
 from workflows.scoring.graders.numbers import NUMBER_WITHIN

@@ -127,7 +127,7 @@ class WebhookDeliveryRow(StoreModel, table=True):
 
 class SecretSyncRow(StoreModel, table=True):
     """The last successful Vault -> provider sync of one secret group: key names, versions, keyed
-    fingerprints and times, never a secret value (infra/secrets/records.py: SyncRecord)."""
+    fingerprints and times, never a secret value (infra/secrets/secret_records.py: SyncRecord)."""
 
     __tablename__ = "secret_syncs"
 

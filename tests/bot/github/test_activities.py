@@ -12,11 +12,11 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from bot.github import report_comment as rc
-from bot.github.activities import GitHubReporter, PublishReportInput
-from bot.github.client import ClientOptions, GitHubClients
-from bot.github.types import PullInfo, ReporterRef
+from bot.github.github_activities import GitHubReporter, PublishReportInput
+from bot.github.github_client import ClientOptions, GitHubClients
+from bot.github.github_types import PullInfo, ReporterRef
 from bot.grammar import StartEval
-from bot.planning import plan_for_pull
+from bot.pr_planning import plan_for_pull
 from tests.bot.payloads import HEAD_SHA, NUMBER, REPO, pull_json
 from tests.conftest import FIXTURES
 from tests.fakes.github_server import FakeGitHub

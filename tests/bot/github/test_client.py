@@ -10,8 +10,8 @@ import pytest
 from github import Github, GithubException
 from pydantic import SecretStr
 
-from bot.github.auth import GitHubConfigError, InstallationToken, TokenCache
-from bot.github.client import ClientOptions, GitHubClients
+from bot.github.github_auth import GitHubConfigError, InstallationToken, TokenCache
+from bot.github.github_client import ClientOptions, GitHubClients
 from tests.bot.payloads import REPO
 from tests.fakes.github_server import FakeGitHub
 from workflows.settings import Settings

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.github.client import ClientOptions, GitHubClients
 from bot.github.gateway import CheckRunUpdate, RepoGateway
+from bot.github.github_client import ClientOptions, GitHubClients
 from tests.bot.payloads import HEAD_SHA, NUMBER, REPO
 from tests.fakes.github_server import FakeGitHub
 from workflows.settings import Settings

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from bot.app import create_app
-from bot.github.client import ClientOptions, GitHubClients
+from bot.github.github_client import ClientOptions, GitHubClients
 from tests.bot.conftest import AppServer, Sender
 from tests.bot.payloads import HEAD_SHA, NUMBER, REPO, pr_comment, pull_event, pull_json
 from tests.fakes.github_server import FakeGitHub

@@ -12,7 +12,7 @@ import pytest
 
 from infra.secrets.fingerprint import Fingerprinter
 from infra.secrets.mapping import SecretMapping, parse_mapping
-from infra.secrets.service import record_store
+from infra.secrets.secret_service import record_store
 from infra.secrets.sink import LocalSecretSink
 from infra.secrets.sync import SecretSync
 from infra.secrets.vault import VaultReader

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.secrets.errors import MappingError
 from infra.secrets.mapping import load_mapping, render_policy
+from infra.secrets.secret_errors import MappingError
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 

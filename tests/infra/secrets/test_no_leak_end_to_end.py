@@ -94,7 +94,7 @@ async def test_planted_secrets_appear_in_no_log_record_blob_or_comment(
     from bot.composition import open_store, session
     from bot.github.report_comment import comment_body
     from bot.render import render_markdown
-    from workflows.engine import client as engine_client
+    from workflows.engine import engine_client
     from workflows.engine.planning import plan_experiment
     from workflows.report import build_report
 

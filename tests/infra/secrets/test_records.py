@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.secrets.errors import SecretsError
-from infra.secrets.records import JsonSyncRecordStore, SqlSyncRecordStore, SyncRecord
+from infra.secrets.secret_errors import SecretsError
+from infra.secrets.secret_records import JsonSyncRecordStore, SqlSyncRecordStore, SyncRecord
 from workflows.store import Store
 
 T0 = datetime(2025, 3, 1, 8, 30, tzinfo=UTC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from infra.secrets.mapping import parse_mapping
-from infra.secrets.records import SyncRecord
+from infra.secrets.secret_records import SyncRecord
 from infra.secrets.status import group_statuses
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import hvac
 import pytest
 
-from infra.secrets.errors import MissingKey, SecretNotFound, VaultSealed, VaultUnreachable
-from infra.secrets.service import record_store
+from infra.secrets.secret_errors import MissingKey, SecretNotFound, VaultSealed, VaultUnreachable
+from infra.secrets.secret_service import record_store
 from infra.secrets.sync import Action
 from infra.secrets.vault import VaultReader, VaultSecret
 from tests.infra.secrets.conftest import make_sync, mapping_for, put_secret

@@ -22,9 +22,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from infra.secrets.errors import VaultAuthError, VaultConfigError, VaultPermissionDenied
 from infra.secrets.mapping import POLICY_NAME, load_mapping
-from infra.secrets.service import sync_secrets
+from infra.secrets.secret_errors import VaultAuthError, VaultConfigError, VaultPermissionDenied
+from infra.secrets.secret_service import sync_secrets
 from infra.secrets.vault import login
 from tests.infra.secrets.conftest import put_secret
 from tests.support.openbao import OpenBaoServer

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workflows.catalog.errors import CatalogError, UnknownNameError
+from workflows.catalog.catalog_errors import CatalogError, UnknownNameError
 from workflows.catalog.loaders import load_dataset, load_world
 
 CASE = "datasets/tiny/cases/lease-rent/case.toml"

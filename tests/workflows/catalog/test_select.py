@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import FIXTURES
-from workflows.catalog.errors import UnknownNameError
+from workflows.catalog.catalog_errors import UnknownNameError
 from workflows.catalog.loaders import load_dataset
 from workflows.catalog.models import Dataset
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from workflows.engine.client import connect
 from workflows.engine.devserver import DevServer, free_port
+from workflows.engine.engine_client import connect
 from workflows.settings import Settings
 
 

@@ -15,7 +15,7 @@ from tests.support.temporal import replay_in_sandbox
 from workflows.catalog.hashing import tree_version
 from workflows.catalog.loaders import load_world
 from workflows.catalog.models import ArmSpec, ExperimentSpec
-from workflows.engine.client import connect, run_executions
+from workflows.engine.engine_client import connect, run_executions
 from workflows.engine.planning import plan_experiment
 from workflows.records import RunStatus
 from workflows.settings import Settings

@@ -237,7 +237,9 @@ def hard_links_refused(run: Run, settings: Settings) -> list[str]:
     problems = [f"hard link to {k} allowed" for k, v in outside.items() if v == "linked"]
     if len(outside) < 7:
         problems.append(f"not every link was tried: {links}")
-    runner = (Path(__file__).parents[3] / "workflows" / "providers" / "runner.py").read_text()
+    runner = (
+        Path(__file__).parents[3] / "workflows" / "providers" / "common" / "runner.py"
+    ).read_text()
     if runner[:200] in run.text():
         problems.append("the runner's source was collected")
     return problems

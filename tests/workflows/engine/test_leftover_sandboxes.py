@@ -13,7 +13,7 @@ from tests.support.experiments import run_input
 from workflows.catalog.models import CellRef
 from workflows.engine.activities import RunActivities
 from workflows.providers.base import SandboxSpec
-from workflows.providers.layout import run_prefix, sandbox_slug
+from workflows.providers.common.sandbox_layout import run_prefix, sandbox_slug
 from workflows.providers.process import ProcessProvider
 from workflows.settings import Settings
 

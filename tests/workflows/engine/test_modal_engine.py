@@ -24,7 +24,8 @@ from workflows.catalog.loaders import load_world
 from workflows.catalog.models import ArmSpec
 from workflows.engine.devserver import DevServer
 from workflows.engine.planning import plan_experiment
-from workflows.providers import PROVIDERS, SandboxProvider
+from workflows.providers import PROVIDERS
+from workflows.providers.base import SandboxProvider
 from workflows.providers.modal import ModalConfig, ModalProvider
 from workflows.records import RunStatus
 from workflows.report import ExperimentReport

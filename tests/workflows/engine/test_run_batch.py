@@ -23,7 +23,7 @@ from tests.fakes.stages import StandInStages
 from tests.support.agent_repo import AgentRepo
 from tests.support.experiments import make_spec, run_input, wait_stored
 from workflows.catalog.models import ArmSpec, CellRef
-from workflows.engine.client import cancel_experiment, connect, get_progress, stage_queues
+from workflows.engine.engine_client import cancel_experiment, connect, get_progress, stage_queues
 from workflows.engine.planning import plan_experiment
 from workflows.engine.types import PreparedArm, RunInput, RunSummary
 from workflows.engine.worker import workflow_runner

@@ -13,9 +13,9 @@ from pathlib import Path
 from bot.composition import open_store
 from tests.support.agent_repo import AgentRepo
 from workflows.catalog.models import ArmSpec
-from workflows.engine.client import connect, start_experiment, wait_for
+from workflows.engine.engine_client import connect, start_experiment, wait_for
 from workflows.engine.planning import plan_experiment
-from workflows.providers.layout import ID_PATTERN
+from workflows.providers.common.sandbox_layout import ID_PATTERN
 from workflows.records import RunStatus
 from workflows.settings import Settings
 from workflows.store import Store

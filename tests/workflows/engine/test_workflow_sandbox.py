@@ -12,7 +12,7 @@ from temporalio.worker import Worker
 
 from tests.fakes.clock_workflow import ReadsTheClock
 from tests.support.temporal import replay_in_sandbox
-from workflows.engine.client import connect
+from workflows.engine.engine_client import connect
 from workflows.engine.worker import workflow_runner
 from workflows.settings import Settings
 

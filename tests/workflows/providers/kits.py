@@ -23,8 +23,8 @@ from workflows.providers.base import (
     SandboxProvider,
     SandboxSpec,
 )
-from workflows.providers.cgroups import CGROUP_ROOT
 from workflows.providers.local import LocalProvider, host_problem
+from workflows.providers.local.cgroups import CGROUP_ROOT
 from workflows.providers.process import ProcessProvider
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

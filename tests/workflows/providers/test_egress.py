@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from tests.workflows.providers.kits import Kit, git, run_to_end
+from workflows.prewarm.image_label import image_path
 from workflows.providers.base import SandboxSpec
-from workflows.providers.egress_proxy import Allowlist, EgressProxy, parse_head, parse_rule
+from workflows.providers.egress.egress_proxy import Allowlist, EgressProxy, parse_head, parse_rule
 from workflows.providers.local import LocalProvider, LocalSandbox
-from workflows.providers.prewarm_label import image_path
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -12,8 +12,8 @@ import pytest
 
 from tests.workflows.providers.kits import Kit, run_to_end
 from workflows.providers.base import ProviderRefused, SandboxNotFound
-from workflows.providers.cgroups import CONTROLLERS
 from workflows.providers.local import LocalProvider, LocalSandbox
+from workflows.providers.local.cgroups import CONTROLLERS
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 from tests.workflows.providers.kits import Kit, host_pids_matching, run_to_end, wait_state
+from workflows.prewarm.image_label import image_path
 from workflows.providers.base import FileKind
-from workflows.providers.cgroups import CONTROLLERS
-from workflows.providers.local import RUNNER, LocalSandbox
-from workflows.providers.prewarm_label import image_path
+from workflows.providers.common import RUNNER
+from workflows.providers.local import LocalSandbox
+from workflows.providers.local.cgroups import CONTROLLERS
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -17,6 +17,7 @@ import pytest
 from tests.fakes.modal_fake import FakeModal, host_problem
 from tests.workflows.providers.kits import git, make_agent_repo, make_world, run_to_end, tree
 from workflows.engine.activities import RunActivities
+from workflows.prewarm.image_builder import resolve_commit
 from workflows.providers.base import (
     ResourceLimits,
     SandboxCreateError,
@@ -24,10 +25,9 @@ from workflows.providers.base import (
     SandboxRateLimited,
     SandboxSpec,
 )
-from workflows.providers.images import resolve_commit
 from workflows.providers.modal import ModalConfig, ModalProvider, ModalSandbox
-from workflows.providers.modal_admission import AdmissionLimits
-from workflows.providers.modal_images import modal_image_name
+from workflows.providers.modal.modal_admission import AdmissionLimits
+from workflows.providers.modal.modal_images import modal_image_name
 from workflows.settings import Settings
 
 pytestmark = [

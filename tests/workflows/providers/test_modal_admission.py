@@ -1,4 +1,4 @@
-"""Admission control of sandbox creation (workflows/providers/modal_admission.py)."""
+"""Admission control of sandbox creation (workflows/providers/modal/modal_admission.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from workflows.providers.base import SandboxError, SandboxRateLimited
-from workflows.providers.modal_admission import Admission, AdmissionLimits, TokenBucket
+from workflows.providers.modal.modal_admission import Admission, AdmissionLimits, TokenBucket
 from workflows.settings import Settings
 
 

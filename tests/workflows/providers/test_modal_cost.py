@@ -1,4 +1,4 @@
-"""Sandbox cost per run (workflows/providers/modal_cost.py) and where the report shows it."""
+"""Sandbox cost per run (workflows/providers/modal/modal_cost.py) and where the report shows it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from tests.support.experiments import all_runs, binary_effect, make_spec
 from workflows.providers.base import ResourceUsage
-from workflows.providers.modal_cost import sandbox_usage
+from workflows.providers.modal.modal_cost import sandbox_usage
 from workflows.records import SandboxUsage
 from workflows.report import build_report
 from workflows.settings import Settings

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from tests.workflows.providers.kits import git, run_to_end
+from workflows.prewarm.image_label import split_reference
 from workflows.providers.base import PrewarmInUse, SandboxSpec
 from workflows.providers.local import LocalProvider, host_problem
-from workflows.providers.prewarm_label import split_reference
 
 pytestmark = [
     pytest.mark.timeout(180),

@@ -6,15 +6,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from workflows.providers.prewarm_jobs import repo_identity, retention_candidates
-from workflows.providers.prewarm_label import (
+from infra.prewarm.prewarm_jobs import repo_identity, retention_candidates
+from workflows.prewarm.image_label import (
     ImageOrigin,
     duration,
     image_path,
     split_reference,
     with_origin,
 )
-from workflows.providers.prewarm_manifest import changed_manifests, is_manifest
+from workflows.prewarm.manifest import changed_manifests, is_manifest
 from workflows.store.prewarmed_images import PrewarmRecord
 
 

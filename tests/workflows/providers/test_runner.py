@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workflows.providers import runner
+from workflows.providers.common import runner
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from workflows.providers.settle import settled
+from workflows.providers.common.settle import settled
 
 
 def slow_step(done: threading.Event, seconds: float = 0.3) -> str:

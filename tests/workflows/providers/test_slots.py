@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from workflows.providers.slots import UidSlots
+from workflows.providers.local.slots import UidSlots
 
 
 def test_reap_frees_only_old_claims_of_sandboxes_that_do_not_exist(tmp_path: Path) -> None:

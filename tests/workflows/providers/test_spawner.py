@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from workflows.providers.base import SandboxError
-from workflows.providers.folder import read_state
-from workflows.providers.launch import wait_ready
-from workflows.providers.procs import is_alive, start_time
+from workflows.providers.common.folder import read_state
+from workflows.providers.common.launch import wait_ready
+from workflows.providers.common.procs import is_alive, start_time
 from workflows.providers.spawner import RunnerSpawner
 
 pytestmark = pytest.mark.timeout(60)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from workflows.scoring import OutputsLayoutError, load_run_outputs
-from workflows.scoring.layout import safe_relative
+from workflows.scoring.outputs_layout import safe_relative
 
 from .support import RunDir
 

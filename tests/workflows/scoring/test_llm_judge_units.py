@@ -9,7 +9,7 @@ import pytest
 
 from workflows.scoring import JudgeRequest
 from workflows.scoring.llm_judge import MalformedVerdict, parse_verdict, render_messages
-from workflows.scoring.llm_judge.client import retry_after
+from workflows.scoring.llm_judge.chat_client import retry_after
 from workflows.scoring.llm_judge.judge import agreement
 from workflows.scoring.llm_judge.limiter import TokenBucket
 from workflows.scoring.llm_judge.prompt import clip, prompt_version

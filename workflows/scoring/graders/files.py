@@ -7,9 +7,9 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from workflows.catalog.models import GraderKind, World
-from workflows.scoring.graders.base import Grade, GradeContext, Grader, Params, passed
-from workflows.scoring.layout import safe_relative
-from workflows.scoring.text import occurring, one_line
+from workflows.scoring.graders.grader_base import Grade, GradeContext, Grader, Params, passed
+from workflows.scoring.outputs_layout import safe_relative
+from workflows.scoring.text_helpers import occurring, one_line
 
 
 class FileParams(Params):

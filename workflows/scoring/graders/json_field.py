@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from workflows.catalog.models import GraderKind
-from workflows.scoring.graders.base import Grade, GradeContext, Grader, Params, passed
-from workflows.scoring.layout import RunOutputs, safe_relative
-from workflows.scoring.text import lookup, loosely_equal, one_line
+from workflows.scoring.graders.grader_base import Grade, GradeContext, Grader, Params, passed
+from workflows.scoring.outputs_layout import RunOutputs, safe_relative
+from workflows.scoring.text_helpers import lookup, loosely_equal, one_line
 
 
 class JsonFieldParams(Params):

@@ -7,9 +7,9 @@ import math
 from pydantic import Field
 
 from workflows.catalog.models import Case, GraderKind
-from workflows.scoring.graders.base import CannotGrade, Grade, GradeContext, Grader, Params
-from workflows.scoring.judge import JudgeRequest, JudgeUnavailable
-from workflows.scoring.text import one_line
+from workflows.scoring.graders.grader_base import CannotGrade, Grade, GradeContext, Grader, Params
+from workflows.scoring.judge_protocol import JudgeRequest, JudgeUnavailable
+from workflows.scoring.text_helpers import one_line
 
 NOT_JUDGED = "not judged: no judge configured"
 MAX_SAMPLES = 15

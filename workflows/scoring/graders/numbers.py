@@ -7,7 +7,7 @@ import re
 from pydantic import Field, field_validator, model_validator
 
 from workflows.catalog.models import GraderKind
-from workflows.scoring.graders.base import (
+from workflows.scoring.graders.grader_base import (
     Grade,
     GradeContext,
     Grader,
@@ -16,8 +16,8 @@ from workflows.scoring.graders.base import (
     passed,
 )
 from workflows.scoring.graders.json_field import read_json
-from workflows.scoring.layout import safe_relative
-from workflows.scoring.text import first_number, lookup, parse_number
+from workflows.scoring.outputs_layout import safe_relative
+from workflows.scoring.text_helpers import first_number, lookup, parse_number
 
 
 class NumberParams(Params):

@@ -20,9 +20,16 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from workflows.catalog.models import GraderKind, World
-from workflows.scoring.graders.base import CannotGrade, Grade, GradeContext, Grader, Params, passed
-from workflows.scoring.layout import WorldView, safe_relative
-from workflows.scoring.text import loosely_equal, one_line
+from workflows.scoring.graders.grader_base import (
+    CannotGrade,
+    Grade,
+    GradeContext,
+    Grader,
+    Params,
+    passed,
+)
+from workflows.scoring.outputs_layout import WorldView, safe_relative
+from workflows.scoring.text_helpers import loosely_equal, one_line
 
 PROGRESS_STEPS = 1000  # SQLite VM instructions between time-limit checks
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator, model_validator
 
 from workflows.catalog.models import GraderKind
-from workflows.scoring.graders.base import (
+from workflows.scoring.graders.grader_base import (
     Grade,
     GradeContext,
     Grader,
@@ -13,7 +13,7 @@ from workflows.scoring.graders.base import (
     compile_regex,
     passed,
 )
-from workflows.scoring.text import occurring, one_line
+from workflows.scoring.text_helpers import occurring, one_line
 
 
 class ValuesParams(Params):

@@ -12,8 +12,8 @@ for self-agreement when a criterion asks for `judge_samples > 1`.
 
 from workflows.scoring.llm_judge.config import JudgeConfig
 from workflows.scoring.llm_judge.judge import LlmJudge
+from workflows.scoring.llm_judge.judge_reply import MalformedVerdict, parse_verdict
 from workflows.scoring.llm_judge.prompt import prompt_version, render_messages
-from workflows.scoring.llm_judge.verdict import MalformedVerdict, parse_verdict
 
 __all__ = [
     "JudgeConfig",

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workflows.records import JudgeRecord
-from workflows.scoring.judge import JudgeRequest, JudgeUnavailable, JudgeVerdict
+from workflows.scoring.judge_protocol import JudgeRequest, JudgeUnavailable, JudgeVerdict
 from workflows.scoring.llm_judge.cache import CachedSample, VerdictCache, cache_key
-from workflows.scoring.llm_judge.client import ChatClient
+from workflows.scoring.llm_judge.chat_client import ChatClient
 from workflows.scoring.llm_judge.config import JudgeConfig
+from workflows.scoring.llm_judge.judge_reply import MalformedVerdict, parse_verdict
 from workflows.scoring.llm_judge.limiter import CallGate, TokenBucket
 from workflows.scoring.llm_judge.prompt import prompt_version, render_messages
-from workflows.scoring.llm_judge.verdict import MalformedVerdict, parse_verdict
 
 PASS_THRESHOLD = 0.5  # agreement counts samples on the same side of this score
 

@@ -12,7 +12,7 @@ from importlib import resources
 
 from jinja2 import Environment, StrictUndefined, Template
 
-from workflows.scoring.judge import JudgeRequest
+from workflows.scoring.judge_protocol import JudgeRequest
 
 SYSTEM_TEMPLATE = "judge_system.j2"
 USER_TEMPLATE = "judge_user.j2"

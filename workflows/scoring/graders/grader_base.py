@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from workflows.catalog.models import Case, GraderKind, World
 from workflows.records import JudgeRecord
-from workflows.scoring.judge import Judge
-from workflows.scoring.layout import RunOutputs, WorldView, safe_relative
+from workflows.scoring.judge_protocol import Judge
+from workflows.scoring.outputs_layout import RunOutputs, WorldView, safe_relative
 
 
 class CannotGrade(Exception):

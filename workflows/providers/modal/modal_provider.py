@@ -17,10 +17,10 @@ A sandbox, as created here:
     tags        evalbot=run, experiment, run (so a stray sandbox can be found and reaped)
 
 Set-up, once the sandbox is running: one upload (a tar of the case files, the runner and
-/evalbot/meta.json) and one command that unpacks it and copies the world into /world — the
-agent's private, writable copy. `start` launches the runner (workflows/providers/runner.py) in the
-background with `exec`; the runner keeps /out/.state.json, which is read through the filesystem
-API. Any worker can `attach` by sandbox id (`Sandbox.from_id`) and carry on.
+/evalbot/meta.json) and one command that unpacks it and copies the world into /world — the agent's
+private, writable copy. `start` launches the runner (workflows/providers/common/runner.py) in the
+background with `exec`; the runner keeps /out/.state.json, which is read through the filesystem API.
+Any worker can `attach` by sandbox id (`Sandbox.from_id`) and carry on.
 """
 
 from __future__ import annotations
@@ -51,14 +51,14 @@ from workflows.providers.base import (
     SandboxProvider,
     SandboxSpec,
 )
-from workflows.providers.layout import build_env, dir_env
-from workflows.providers.modal_admission import Admission, AdmissionLimits
-from workflows.providers.modal_files import ModalFiles, sdk_error
-from workflows.providers.modal_images import ModalImageBuilder
-from workflows.providers.modal_volumes import WorldVolumes
+from workflows.providers.common import RUNNER
+from workflows.providers.common.sandbox_layout import build_env, dir_env
+from workflows.providers.modal.modal_admission import Admission, AdmissionLimits
+from workflows.providers.modal.modal_files import ModalFiles, sdk_error
+from workflows.providers.modal.modal_images import ModalImageBuilder
+from workflows.providers.modal.modal_volumes import WorldVolumes
 from workflows.settings import Settings
 
-RUNNER = Path(__file__).with_name("runner.py")
 SANDBOX_DIRS = {"repo": "/repo", "world": "/world", "case": "/case", "out": "/out"}
 WORLD_MOUNT = "/mnt/evalbot-world"
 STATE_FILE = "/out/.state.json"

@@ -1,11 +1,11 @@
 """Reset to commit: `build_image` of the `local` provider, starting from a prewarmed image.
 
 For commit X: take the newest prewarmed snapshot whose commit is an ancestor of X, start from it
-copy-on-write (prewarm_layers.py), fetch and check out X, run `build.incremental`. Fall back to
-`build.setup` from a clean checkout when the dependency manifest changed (prewarm_manifest.py), when
+copy-on-write (layers.py), fetch and check out X, run `build.incremental`. Fall back to
+`build.setup` from a clean checkout when the dependency manifest changed (manifest.py), when
 no incremental step is declared, or when the incremental step fails; with no prewarmed ancestor at
-all it is a cold build. The result is cached per commit like any image (images.py), so every trial
-and experiment reuses it, and its reference says how it was made (prewarm_label.py).
+all it is a cold build. The result is cached per commit like any image (image_builder.py), so
+every trial and experiment reuses it, and its reference says how it was made (image_label.py).
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workflows.providers.base import SandboxCreateError
-from workflows.providers.images import (
+from workflows.prewarm.image_builder import (
     ImageBuilder,
     SetupRunner,
     build_failure,
@@ -31,23 +30,24 @@ from workflows.providers.images import (
     resolve_commit,
     write_ready,
 )
-from workflows.providers.prewarm_git import (
+from workflows.prewarm.image_label import ImageOrigin, with_origin
+from workflows.prewarm.layers import Layer, ensure_mounted, start_from, unmount
+from workflows.prewarm.manifest import changed_manifests
+from workflows.prewarm.reset_git import (
     changed_files,
     checkout_in_place,
     incremental_command,
     newest_ancestor,
 )
-from workflows.providers.prewarm_label import ImageOrigin, with_origin
-from workflows.providers.prewarm_layers import Layer, ensure_mounted, start_from, unmount
-from workflows.providers.prewarm_manifest import changed_manifests
-from workflows.providers.prewarm_snapshots import Snapshot, SnapshotIndex, using
+from workflows.prewarm.snapshots import Snapshot, SnapshotIndex, using
+from workflows.providers.base import SandboxCreateError
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Plan:
-    kind: str  # prewarmed | reset | full | cold (see prewarm_label.py)
+    kind: str  # prewarmed | reset | full | cold (see image_label.py)
     base: Snapshot | None = None
     newest_age_s: float | None = None
     command: str | None = None  # the incremental step of a reset

@@ -14,7 +14,7 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
 
-from infra.secrets.errors import SecretsError
+from infra.secrets.secret_errors import SecretsError
 from workflows.store import StoreError
 from workflows.store.engine import (
     WRITE_OPTION,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.catalog.errors import UnknownNameError
+from workflows.catalog.catalog_errors import UnknownNameError
 from workflows.catalog.models import Case, ExperimentSpec, Rubric, World
 from workflows.engine.catalog_cache import CatalogCache
 from workflows.records import CriterionScore, RunResult, RunStatus, weighted_score

@@ -21,7 +21,14 @@ from collections.abc import AsyncIterator, Awaitable, Collection, Mapping, Seque
 from pathlib import Path
 from typing import Any
 
-from workflows.providers import egress, seccomp
+from workflows.prewarm.image_builder import ImageBuilder, read_ready
+from workflows.prewarm.image_label import image_path
+from workflows.prewarm.layers import ensure_mounted
+from workflows.prewarm.prewarmer import Prewarmer
+from workflows.prewarm.reset_builder import ResetBuilder
+from workflows.prewarm.snapshots import SnapshotIndex
+from workflows.prewarm.warm_pool import HEADROOM_MB, WarmPool
+from workflows.providers import egress
 from workflows.providers.base import (
     ExecResult,
     HostUnsupported,
@@ -34,20 +41,18 @@ from workflows.providers.base import (
     SandboxProvider,
     SandboxSpec,
 )
-from workflows.providers.bwrap import BASE_ENV, BUILD_ETC_FILES, Bind, BwrapCommand, write_etc
-from workflows.providers.cgroups import CGROUP_ROOT, CgroupSet, CgroupUsage, cgroups_available
-from workflows.providers.disk import (
-    create_disk,
-    disk_full,
-    disk_size_mb,
-    mount_disk,
-    remove_disk,
+from workflows.providers.common import RUNNER
+from workflows.providers.common.bwrap import (
+    BASE_ENV,
+    BUILD_ETC_FILES,
+    Bind,
+    BwrapCommand,
+    write_etc,
 )
-from workflows.providers.egress_proxy import EgressProxy
-from workflows.providers.folder import FolderSandbox, read_state
-from workflows.providers.images import ImageBuilder, read_ready
-from workflows.providers.launch import joined, launch_detached, run_bounded, wait_ready
-from workflows.providers.layout import (
+from workflows.providers.common.folder import FolderSandbox, read_state
+from workflows.providers.common.launch import joined, launch_detached, run_bounded, wait_ready
+from workflows.providers.common.procs import start_time
+from workflows.providers.common.sandbox_layout import (
     Layout,
     build_env,
     check_sandbox_id,
@@ -61,19 +66,20 @@ from workflows.providers.layout import (
     write_case_files,
     write_meta,
 )
-from workflows.providers.prewarm import Prewarmer
-from workflows.providers.prewarm_label import image_path
-from workflows.providers.prewarm_layers import ensure_mounted
-from workflows.providers.prewarm_pool import WarmPool
-from workflows.providers.prewarm_reset import ResetBuilder
-from workflows.providers.prewarm_snapshots import SnapshotIndex
-from workflows.providers.procs import start_time
-from workflows.providers.settle import settled
-from workflows.providers.slots import UidSlots
+from workflows.providers.common.settle import settled
+from workflows.providers.local import seccomp
+from workflows.providers.local.cgroups import CGROUP_ROOT, CgroupSet, CgroupUsage, cgroups_available
+from workflows.providers.local.disk import (
+    create_disk,
+    disk_full,
+    disk_size_mb,
+    mount_disk,
+    remove_disk,
+)
+from workflows.providers.local.slots import UidSlots
 
 log = logging.getLogger(__name__)
 
-RUNNER = Path(__file__).with_name("runner.py")
 SANDBOX_PYTHON = "/usr/bin/python3"
 SANDBOX_DIRS = {"repo": "/repo", "world": "/world", "case": "/case", "out": "/out"}
 BUILD_LIMITS = ResourceLimits(cpu=2.0, memory_mb=4096, pids=1024, file_size_mb=2048, disk_mb=2048)
@@ -198,7 +204,7 @@ class LocalSandbox(FolderSandbox):
             raise SandboxError(f"the runner of sandbox {self.id} did not start: {self.log_tail()}")
 
     async def start_egress(self) -> None:
-        """The egress proxy for this run's allow_domains, outside the sandbox (egress.py)."""
+        """The egress proxy for this run's allow_domains, outside the sandbox (egress/)."""
         await egress.stop_proxy(self.meta.get("egress"))  # an earlier attempt's, if any
         self.meta["egress"] = await egress.launch_proxy(
             self.egress_socket,
@@ -303,7 +309,10 @@ class LocalProvider(SandboxProvider):
         self.build_allow_domains = tuple(build_allow_domains)
         self.egress_resolve = dict(egress_resolve or {})  # pinned names (tests, private mirrors)
         self._host_checked = False
-        self.pool = WarmPool(self, warm_pool_size) if warm_pool_size > 0 else None
+        self.pool: WarmPool[LocalSandbox] | None = None
+        if warm_pool_size > 0:
+            first_mb = disk_size_mb(HEADROOM_MB * MIB, ResourceLimits().disk_mb)
+            self.pool = WarmPool(self, warm_pool_size, first_mb)
 
     def check_host(self) -> None:
         if self._host_checked:
@@ -402,7 +411,7 @@ class LocalProvider(SandboxProvider):
     # -- images ---------------------------------------------------------------------------------
 
     async def build_image(self, source_repo: Path, commit: str, setup: str) -> str:
-        """From the newest prewarmed ancestor when there is one (prewarm_reset.py)."""
+        """From the newest prewarmed ancestor when there is one (prewarm/reset_builder.py)."""
         self.check_host()
         return await self.resets.build(
             source_repo, commit, setup, self._run_setup, self._run_in_place
@@ -442,7 +451,7 @@ class LocalProvider(SandboxProvider):
         return str(image)
 
     async def _run_in_place(self, repo: Path, build_dir: Path, setup: str) -> dict[str, Any]:
-        """A reset's incremental step: the tree's ownership is already right (prewarm_reset)."""
+        """A reset's incremental step: the tree's ownership is already right (reset_builder.py)."""
         return await self._run_setup(repo, build_dir, setup, own_tree=False)
 
     async def _run_setup(
@@ -478,7 +487,7 @@ class LocalProvider(SandboxProvider):
         if not self.build_allow_domains:
             yield None
             return
-        proxy = EgressProxy(
+        proxy = egress.EgressProxy(
             str(socket_path), self.build_allow_domains, run_id="build", resolve=self.egress_resolve
         )
         async with proxy:

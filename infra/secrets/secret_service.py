@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from infra.secrets.errors import SecretsError
 from infra.secrets.fingerprint import Fingerprinter
 from infra.secrets.mapping import load_mapping
-from infra.secrets.records import SqlSyncRecordStore, SyncRecordStore
+from infra.secrets.secret_errors import SecretsError
+from infra.secrets.secret_records import SqlSyncRecordStore, SyncRecordStore
 from infra.secrets.sinks import build_sink
 from infra.secrets.status import GroupStatus, group_statuses
 from infra.secrets.sync import GroupChange, SecretSync

@@ -20,10 +20,10 @@ from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
 from bot.github import report_comment as rc
-from bot.github.auth import GitHubConfigError
-from bot.github.client import GitHubClients
 from bot.github.gateway import CheckRunUpdate, RepoGateway, is_retryable
-from bot.github.types import ReporterRef
+from bot.github.github_auth import GitHubConfigError
+from bot.github.github_client import GitHubClients
+from bot.github.github_types import ReporterRef
 from bot.identity import HEAD_ARM
 from bot.render import render_markdown
 from workflows.catalog.models import ExperimentSpec
@@ -81,8 +81,8 @@ class GitHubReporter(ReportActivities):
         return self._clients
 
     def _estimate(self, spec: ExperimentSpec) -> str:
-        """The first reply's "≈ $41, ~35 min" (workflows.budget); "" without history."""
-        from workflows.budget import estimate_experiment, format_estimate
+        """The first reply's "≈ $41, ~35 min" (workflows.experiment_budget); "" without history."""
+        from workflows.experiment_budget import estimate_experiment, format_estimate
 
         estimate = estimate_experiment(
             self._store, spec, max_parallel=self._settings.sandbox.resolved_experiment_parallelism

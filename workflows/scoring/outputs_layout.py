@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from workflows.scoring.errors import OutputsLayoutError
+from workflows.scoring.scoring_errors import OutputsLayoutError
 
 OUT_DIR = "out"
 WORLD_CHANGES_DIR = "world_changes"

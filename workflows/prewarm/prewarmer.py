@@ -1,7 +1,7 @@
 """Prewarmed images of the `local` provider: build one, discard one (docs/prewarm.md).
 
 `prewarm` builds the commit with `setup` from a clean checkout into a new snapshot folder
-(prewarm_snapshots.py); `ResetBuilder` (prewarm_reset.py) starts later builds from it. `discard`
+(snapshots.py); `ResetBuilder` (reset_builder.py) starts later builds from it. `discard`
 deletes a snapshot together with the built images derived from it — unless one of those is in use:
 bound into a live sandbox, or built for a commit the caller protects (arms of running experiments),
 or a reset is reading the snapshot right now. Then it raises PrewarmInUse and deletes nothing.
@@ -14,11 +14,11 @@ import time
 from collections.abc import Collection
 from pathlib import Path
 
+from workflows.prewarm.image_builder import ImageBuilder, SetupRunner, read_ready, resolve_commit
+from workflows.prewarm.reset_builder import discard_image
+from workflows.prewarm.snapshots import Snapshot, SnapshotIndex, exclusive
 from workflows.providers.base import PrewarmedImage, PrewarmInUse, SandboxCreateError
-from workflows.providers.images import ImageBuilder, SetupRunner, read_ready, resolve_commit
-from workflows.providers.layout import tree_size
-from workflows.providers.prewarm_reset import discard_image
-from workflows.providers.prewarm_snapshots import Snapshot, SnapshotIndex, exclusive
+from workflows.providers.common.sandbox_layout import tree_size
 
 
 class Prewarmer:

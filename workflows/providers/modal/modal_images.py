@@ -7,7 +7,7 @@ ahead of time (the hourly prewarm job) publishes them under `modal_image_name(..
 (`image.publish(name)`); `build_image` then finds the name and builds nothing. When no image is
 published, it builds one the simple way:
 
-1. check the commit out on the worker (workflows/providers/images.py: `resolve_commit`,
+1. check the commit out on the worker (workflows/prewarm/image_builder.py: `resolve_commit`,
    `checkout`), pack it as a tar;
 2. create a build sandbox from the base image (`modal.base_image`, default `Image.debian_slim()`)
    *with* network, copy the tar in (`filesystem.copy_from_local`) and unpack it at /repo;
@@ -19,6 +19,9 @@ published, it builds one the simple way:
 Concurrent builds of one commit in a process wait for one another; across processes the second
 finds the published name, or (if both started before either published) builds an identical image
 and publishes it over the first, which is harmless.
+
+The builder knows the provider only as an `ImageHost` (its SDK, its config, a build sandbox) and
+its sandboxes as `BuildSandbox`es: the provider passes itself in.
 """
 
 from __future__ import annotations
@@ -29,16 +32,15 @@ import hashlib
 import re
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from workflows.providers.base import SandboxCreateError, SandboxError
-from workflows.providers.images import build_failure, checkout, resolve_commit
+from workflows.prewarm.image_builder import build_failure, checkout, resolve_commit
+from workflows.providers.base import ExecResult, SandboxCreateError, SandboxError
+from workflows.providers.common import RUNNER
+from workflows.providers.modal.modal_files import ModalFiles
 
-if TYPE_CHECKING:
-    from workflows.providers.modal import ModalProvider
-
-RUNNER = Path(__file__).with_name("runner.py")
 BUILD_OUT = "/evalbot/build"
 MIB = 1 << 20
 UNPACK = (
@@ -61,8 +63,51 @@ def pack(folder: Path, dest: Path) -> None:
         archive.add(folder, arcname=".")
 
 
+class BuildConfig(Protocol):
+    """The settings of image builds (the provider's ModalConfig)."""
+
+    @property
+    def spool_dir(self) -> Path | None: ...
+
+    @property
+    def python(self) -> str: ...
+
+    @property
+    def build_timeout_s(self) -> int: ...
+
+
+class BuildSandbox(Protocol):
+    """What a build uses of a Modal sandbox (the provider's ModalSandbox)."""
+
+    @property
+    def handle(self) -> Any: ...
+
+    @property
+    def files(self) -> ModalFiles: ...
+
+    async def run(
+        self, command: Sequence[str], *, timeout_s: float, workdir: str
+    ) -> ExecResult: ...
+
+    async def read_state(self, path: str) -> dict[str, Any] | None: ...
+
+    async def terminate(self) -> None: ...
+
+
+class ImageHost(Protocol):
+    """What the builder uses of the `modal` provider: its SDK, its config, a build sandbox."""
+
+    @property
+    def sdk(self) -> Any: ...
+
+    @property
+    def config(self) -> BuildConfig: ...
+
+    async def builder_sandbox(self, sha: str) -> BuildSandbox: ...
+
+
 class ModalImageBuilder:
-    def __init__(self, provider: ModalProvider) -> None:
+    def __init__(self, provider: ImageHost) -> None:
         self.provider = provider
         self.sdk = provider.sdk
         self._locks: dict[str, asyncio.Lock] = {}
@@ -106,7 +151,7 @@ class ModalImageBuilder:
                     await asyncio.shield(sandbox.terminate())
         self.builds += 1
 
-    async def _prepare(self, sandbox: Any, repo_tar: Path) -> None:
+    async def _prepare(self, sandbox: BuildSandbox, repo_tar: Path) -> None:
         with sandbox.files.errors("/evalbot/repo.tar"):
             await sandbox.handle.filesystem.copy_from_local.aio(str(repo_tar), "/evalbot/repo.tar")
             await sandbox.handle.filesystem.write_bytes.aio(
@@ -119,7 +164,7 @@ class ModalImageBuilder:
                 f"could not unpack the checkout in the build sandbox: {detail}"
             )
 
-    async def _setup(self, sandbox: Any, setup: str, sha: str, logs: Path) -> None:
+    async def _setup(self, sandbox: BuildSandbox, setup: str, sha: str, logs: Path) -> None:
         config = self.provider.config
         argv = [
             config.python, "-I", "-S", "/evalbot/runner.py", "--out", BUILD_OUT, "--cwd", "/repo",
@@ -139,7 +184,7 @@ class ModalImageBuilder:
         if failure:
             raise SandboxCreateError(f"building {sha[:12]} failed: {failure}")
 
-    async def _publish(self, sandbox: Any, name: str) -> None:
+    async def _publish(self, sandbox: BuildSandbox, name: str) -> None:
         with sandbox.files.errors("/"):
             image = await sandbox.handle.snapshot_filesystem.aio()
             await image.publish.aio(name)

@@ -1,4 +1,4 @@
-"""What `local` and `process` sandboxes share: a host folder (layout.py), safe file access."""
+"""What `local` and `process` sandboxes share: a host folder (sandbox_layout.py), safe files."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from workflows.providers import files
 from workflows.providers.base import FileInfo, Sandbox, SandboxError, SandboxFileError
-from workflows.providers.layout import Layout, read_meta, write_meta
-from workflows.providers.procs import is_alive
+from workflows.providers.common import sandbox_files
+from workflows.providers.common.procs import is_alive
+from workflows.providers.common.sandbox_layout import Layout, read_meta, write_meta
 
 READ_ONLY_ROOTS = ("repo",)  # the image is shared by every sandbox of the commit
 
@@ -37,11 +37,11 @@ class FolderSandbox(Sandbox):
         """Sandbox root name -> host folder (fixed when the sandbox is created)."""
         return self.layout.roots(Path(self.meta["image"]))
 
-    def target(self, path: str) -> files.HostPath:
-        return files.HostPath(path, self.roots)
+    def target(self, path: str) -> sandbox_files.HostPath:
+        return sandbox_files.HostPath(path, self.roots)
 
     async def read_file(self, path: str, max_bytes: int = 1 << 20) -> bytes:
-        return await asyncio.to_thread(files.read_bytes, self.target(path), max_bytes)
+        return await asyncio.to_thread(sandbox_files.read_bytes, self.target(path), max_bytes)
 
     async def write_file(self, path: str, data: bytes) -> None:
         target = self.target(path)
@@ -49,10 +49,10 @@ class FolderSandbox(Sandbox):
         if root in READ_ONLY_ROOTS:
             raise SandboxFileError(f"{path} is read-only (/{root} is shared)")
         owner = self.owner() if root in ("world", "out") else None
-        await asyncio.to_thread(files.write_bytes, target, data, owner)
+        await asyncio.to_thread(sandbox_files.write_bytes, target, data, owner)
 
     async def iter_file(self, path: str, chunk_size: int = 1 << 16) -> AsyncIterator[bytes]:
-        chunks = files.iter_chunks(self.target(path), chunk_size)
+        chunks = sandbox_files.iter_chunks(self.target(path), chunk_size)
         try:
             while chunk := await asyncio.to_thread(next, chunks, b""):
                 yield chunk
@@ -60,7 +60,7 @@ class FolderSandbox(Sandbox):
             await asyncio.to_thread(chunks.close)
 
     async def list_files(self, root: str) -> list[FileInfo]:
-        return await asyncio.to_thread(files.list_tree, self.target(root))
+        return await asyncio.to_thread(sandbox_files.list_tree, self.target(root))
 
     # -- runner bookkeeping ---------------------------------------------------------------------
 
@@ -113,7 +113,9 @@ class FolderSandbox(Sandbox):
 def read_state(out_dir: Path) -> dict[str, Any] | None:
     """The runner's state file in `out_dir`, or None if missing, unreadable or being replaced."""
     try:
-        raw = files.read_bytes(files.HostPath("/out/.state.json", {"out": out_dir}), 1 << 16)
+        raw = sandbox_files.read_bytes(
+            sandbox_files.HostPath("/out/.state.json", {"out": out_dir}), 1 << 16
+        )
         state = json.loads(raw)
     except (SandboxError, ValueError):
         return None

@@ -1,11 +1,11 @@
 """Sandbox files through Modal's filesystem API (`sandbox.filesystem`), under the contract's rules.
 
-The contract (base.py, files.py) allows only paths below /repo, /world, /case and /out, never
-follows a symlink, reads regular files only, and streams. Modal's filesystem calls take any absolute
-path and follow symlinks, so each call here first `stat`s every component of the path below and
-including its root — concurrently, one round trip — and refuses a path that goes through a symlink
-or ends at something other than the expected kind. Inside a Modal sandbox a symlink can only point
-into the same sandbox, so a swap between the check and the read (the agent racing us) reaches
+The contract (base.py, common/sandbox_files.py) allows only paths below /repo, /world, /case and
+/out, never follows a symlink, reads regular files only, and streams. Modal's filesystem calls take
+any absolute path and follow symlinks, so each call here first `stat`s every component of the path
+below and including its root — concurrently, one round trip — and refuses a path that goes through a
+symlink or ends at something other than the expected kind. Inside a Modal sandbox a symlink can only
+point into the same sandbox, so a swap between the check and the read (the agent racing us) reaches
 nothing outside it; the checks keep the behaviour identical to the local providers.
 
 `iter_file` streams with `copy_to_local` into a spool file and yields it in chunks: neither side
@@ -30,7 +30,7 @@ from workflows.providers.base import (
     SandboxFileError,
     SandboxRateLimited,
 )
-from workflows.providers.files import HostPath
+from workflows.providers.common.sandbox_files import HostPath
 
 ROOTS = {name: Path("/", name) for name in ("repo", "world", "case", "out")}
 READ_ONLY_ROOTS = ("repo",)

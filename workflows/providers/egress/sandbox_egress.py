@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from workflows.providers.base import SandboxError
-from workflows.providers.bwrap import Bind
-from workflows.providers.launch import launch_detached, wait_ready
-from workflows.providers.procs import kill, start_time, wait_gone
+from workflows.providers.common.bwrap import Bind
+from workflows.providers.common.launch import launch_detached, wait_ready
+from workflows.providers.common.procs import kill, start_time, wait_gone
 
 PROXY_SCRIPT = Path(__file__).with_name("egress_proxy.py")
 FORWARDER = Path(__file__).with_name("egress_forward.py")

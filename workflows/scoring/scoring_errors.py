@@ -15,4 +15,4 @@ class RubricError(Exception):
 
 
 class OutputsLayoutError(ValueError):
-    """A collected outputs folder does not follow the layout in workflows/scoring/layout.py."""
+    """A collected outputs folder does not follow the layout in scoring/outputs_layout.py."""

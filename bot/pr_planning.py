@@ -1,13 +1,13 @@
 """Turn a pull request and an `/eval` request into an ExperimentSpec.
 
-The agent repository is the PR's base repository (GitHub serves a fork's head commit there too);
-the arms are `base` (the PR's base SHA, or the merge base with `--vs merge-base`) and `head` (the
-PR's head SHA). The dataset, its worlds and rubrics come from the service's catalog
+The agent repository is the PR's base repository (GitHub serves a fork's head commit there too); the
+arms are `base` (the PR's base SHA, or the merge base with `--vs merge-base`) and `head` (the PR's
+head SHA). The dataset, its worlds and rubrics come from the service's catalog
 (`settings.catalog_root`), never from the PR branch. The experiment's budget is the repository's
 default (EVALBOT_REPO_BUDGETS_USD under `owner/name` or the clone URL, else EVALBOT_BUDGET_USD),
 lowered to what is left of the repository's daily cap (EVALBOT_DAILY_CAP_USD), and carried as the
-spec label `budget_usd` like `evalbot run --budget-usd` (workflows/budget.py). Planning raises
-BudgetExhausted when the daily cap is spent.
+spec label `budget_usd` like `evalbot run --budget-usd` (workflows/experiment_budget.py). Planning
+raises BudgetExhausted when the daily cap is spent.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ import os
 import threading
 from pathlib import Path
 
-from bot.github.types import PullInfo
+from bot.github.github_types import PullInfo
 from bot.grammar import StartEval
 from bot.identity import BASE_ARM, HEAD_ARM, experiment_id
-from workflows.budget import budget_label, effective_budget
+from workflows.catalog.labels import budget_label
 from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine.planning import plan_experiment
+from workflows.experiment_budget import effective_budget
 from workflows.settings import Settings
 from workflows.store import Store
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workflows.report.models import CaseMove
+from workflows.report.report_models import CaseMove
 from workflows.report.table import OVERALL_KEY, Table
 from workflows.stats import case_means
 

@@ -13,6 +13,9 @@ world is in, so the disk limit holds as for any sandbox. A spec no shell fits is
 ordinary way. Shells are listed as marker files in `<sandbox_dir>/.pool/`; removing the marker
 claims the shell, so several workers can share a pool. After every claim the pool refills itself
 in the background up to its size.
+
+The pool knows its provider only as a `PoolHost` (what it calls to make, fill and attach a
+sandbox) and its sandboxes as `PooledSandbox`es: the `local` provider passes itself in.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ import asyncio
 import contextlib
 import logging
 import os
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from workflows.providers.base import (
     ResourceLimits,
@@ -30,11 +34,13 @@ from workflows.providers.base import (
     SandboxError,
     SandboxSpec,
 )
-from workflows.providers.disk import disk_size_mb
-from workflows.providers.layout import POOL_RUN_ID, new_sandbox_id, spec_to_meta, write_meta
-
-if TYPE_CHECKING:
-    from workflows.providers.local import LocalProvider, LocalSandbox
+from workflows.providers.common.sandbox_layout import (
+    POOL_RUN_ID,
+    Layout,
+    new_sandbox_id,
+    spec_to_meta,
+    write_meta,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +49,51 @@ HEADROOM_MB = 64  # shells have this much more room than the last claim needed (
 RESERVE = ".pool-reserve"  # in the disk's root: not bound into the sandbox
 
 
-class WarmPool:
-    def __init__(self, provider: LocalProvider, size: int, disk_mb: int | None = None) -> None:
+class ShellCgroups(Protocol):
+    def exists(self) -> bool: ...
+
+    def create(self, limits: ResourceLimits) -> None: ...
+
+
+class PooledSandbox(Protocol):
+    """What the pool uses of a sandbox (the `local` provider's LocalSandbox)."""
+
+    id: str
+    layout: Layout
+    meta: dict[str, Any]
+
+    @property
+    def cgroups(self) -> ShellCgroups: ...
+
+    async def terminate(self) -> None: ...
+
+
+S = TypeVar("S", bound=PooledSandbox)
+
+
+class PoolHost(Protocol[S]):
+    """What the pool uses of its provider (the `local` provider): it makes, fills, attaches."""
+
+    @property
+    def sandbox_dir(self) -> Path: ...
+
+    def new_sandbox(self, sandbox_id: str, spec_meta: dict[str, Any]) -> S: ...
+
+    async def make_shell(self, sandbox: S, size_mb: int, limits: ResourceLimits) -> None: ...
+
+    async def provision(self, sandbox: S, step: Awaitable[None]) -> None: ...
+
+    async def attach(self, sandbox_id: str) -> S: ...
+
+    async def fill(self, sandbox: S, spec: SandboxSpec) -> None: ...
+
+
+class WarmPool(Generic[S]):
+    def __init__(self, provider: PoolHost[S], size: int, disk_mb: int) -> None:
+        """`disk_mb`: the size of the first shells (later ones follow what claims needed)."""
         self.provider = provider
         self.size = size
-        self.disk_mb = disk_mb or disk_size_mb(HEADROOM_MB * MIB, ResourceLimits().disk_mb)
+        self.disk_mb = disk_mb
         self.folder = provider.sandbox_dir / ".pool"
         self._lock = asyncio.Lock()
         self._refill: asyncio.Task[int] | None = None
@@ -80,7 +126,7 @@ class WarmPool:
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / sandbox.id).touch()
 
-    async def claim(self, spec: SandboxSpec, size_mb: int) -> LocalSandbox | None:
+    async def claim(self, spec: SandboxSpec, size_mb: int) -> S | None:
         """A ready shell made into the spec's sandbox; None when none fits (create one then)."""
         self.disk_mb = size_mb + HEADROOM_MB  # refills match what runs need now
         try:
@@ -93,11 +139,11 @@ class WarmPool:
         finally:
             self.refill_soon()
 
-    async def _take(self, sandbox_id: str, size_mb: int | None = None) -> LocalSandbox | None:
+    async def _take(self, sandbox_id: str, size_mb: int | None = None) -> S | None:
         """Claim a shell that fits `size_mb` (any, if None); None if it does not fit or another
         worker took it. A shell that lost its disk or cgroups (a reboot) is dropped."""
         try:
-            sandbox: LocalSandbox | None = await self.provider.attach(sandbox_id)
+            sandbox: S | None = await self.provider.attach(sandbox_id)
         except SandboxError:
             sandbox = None
         usable = sandbox is not None and sandbox.cgroups.exists()
@@ -115,7 +161,7 @@ class WarmPool:
             return None
         return sandbox
 
-    async def _fill(self, sandbox: LocalSandbox, spec: SandboxSpec) -> None:
+    async def _fill(self, sandbox: S, spec: SandboxSpec) -> None:
         sandbox.meta |= spec_to_meta(spec) | {"pool": False, "claimed": True}
         sandbox.cgroups.create(spec.limits)
         await self.provider.fill(sandbox, spec)

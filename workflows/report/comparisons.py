@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from workflows.report.models import ComparisonRow
+from workflows.report.report_models import ComparisonRow
 from workflows.report.table import FAILURE_RATE, OVERALL, OVERALL_KEY, Table, judged
 from workflows.stats import (
     PairedComparison,

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from workflows.scoring.judge import JudgeUnavailable
+from workflows.scoring.judge_protocol import JudgeUnavailable
 from workflows.scoring.llm_judge.config import JudgeConfig
 from workflows.scoring.llm_judge.limiter import CallGate
 

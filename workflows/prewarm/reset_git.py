@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from workflows.catalog.errors import CatalogError
+from workflows.catalog.catalog_errors import CatalogError
 from workflows.catalog.loaders import AGENT_CONFIG, parse_agent_config
+from workflows.prewarm.image_builder import git
+from workflows.prewarm.snapshots import Snapshot
 from workflows.providers.base import SandboxCreateError
-from workflows.providers.images import git
-from workflows.providers.prewarm_snapshots import Snapshot
 
 MAX_CANDIDATES = 20  # prewarmed images looked at, newest first
 

@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 
+from workflows.catalog.labels import budget_from_labels, budget_label
 from workflows.catalog.models import ExperimentSpec
-from workflows.engine.types import BUDGET_LABEL, budget_from_labels
 from workflows.records import RunResult
 from workflows.settings import Settings
 from workflows.store import Store
@@ -143,11 +143,6 @@ def default_budget(settings: Settings, *names: str) -> float | None:
         if name in settings.budget.per_repo_usd:
             return settings.budget.per_repo_usd[name]
     return settings.budget.default_usd
-
-
-def budget_label(budget: float | None) -> dict[str, str]:
-    """The spec labels carrying `budget` (none without a budget)."""
-    return {} if budget is None else {BUDGET_LABEL: f"{budget:.6f}"}
 
 
 def effective_budget(

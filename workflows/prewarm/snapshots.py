@@ -23,8 +23,8 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from workflows.prewarm.image_builder import repo_key
 from workflows.providers.base import PrewarmInUse
-from workflows.providers.images import repo_key
 
 RECORD = "image.json"
 

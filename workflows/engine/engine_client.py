@@ -82,7 +82,7 @@ async def start_experiment(
     """Start the ExperimentWorkflow with id = spec.experiment_id. Starting the same id again is a
     no-op (the existing experiment is kept), so a redelivered request starts nothing new.
     `spent_usd` counts toward the budget label from the start: a rerun passes what the
-    experiment's stored runs cost (workflows.budget.spent)."""
+    experiment's stored runs cost (workflows.experiment_budget.spent)."""
     job = ExperimentInput(
         spec=spec,
         queues=stage_queues(settings),

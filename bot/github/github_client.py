@@ -15,7 +15,7 @@ from typing import Any
 from github import Auth, Consts, Github, GithubIntegration
 from github.GithubRetry import GithubRetry
 
-from bot.github.auth import AppCredentials, InstallationToken, TokenCache, app_credentials
+from bot.github.github_auth import AppCredentials, InstallationToken, TokenCache, app_credentials
 from workflows.settings import Settings
 
 
