@@ -41,6 +41,7 @@ $(STAMP): pyproject.toml
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports  # the layers of docs/architecture.md; no import cycles
 
 typecheck:
 	$(VENV)/bin/mypy
