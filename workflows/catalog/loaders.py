@@ -11,6 +11,7 @@ Layout (all data, no code):
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from workflows.catalog.catalog_errors import CatalogError, UnknownNameError
 from workflows.catalog.hashing import tree_version
-from workflows.catalog.models import AgentRepoConfig, Case, Dataset, World
+from workflows.catalog.models import NAME_PATTERN, AgentRepoConfig, Case, Dataset, World
 
 WORLD_MANIFEST = "world.toml"
 DATASET_MANIFEST = "dataset.toml"
@@ -63,7 +64,7 @@ def _names_with(folder: Path, manifest: str) -> list[str]:
 
 def load_world(root: Path, name: str) -> World:
     folder = root / "worlds" / name
-    if not (folder / WORLD_MANIFEST).is_file():
+    if not _is_name(name) or not (folder / WORLD_MANIFEST).is_file():
         raise UnknownNameError("world", name, list_worlds(root))
     manifest = folder / WORLD_MANIFEST
     data = read_toml(manifest)
@@ -73,6 +74,12 @@ def load_world(root: Path, name: str) -> World:
     world = _validate(World, manifest, {**data, "path": folder.resolve(), "version": ""})
     _check_world_paths(manifest, world)
     return world.model_copy(update={"version": tree_version(folder)})
+
+
+def _is_name(name: str) -> bool:
+    """A catalog name, never a path: no '/' or '..' walks out of the catalog (a label such as
+    `eval:../../etc` comes from anyone who may label a PR)."""
+    return re.fullmatch(NAME_PATTERN, name) is not None
 
 
 def _check_world_paths(manifest: Path, world: World) -> None:
@@ -86,7 +93,7 @@ def _check_world_paths(manifest: Path, world: World) -> None:
 
 def load_dataset(root: Path, name: str) -> Dataset:
     folder = root / "datasets" / name
-    if not (folder / DATASET_MANIFEST).is_file():
+    if not _is_name(name) or not (folder / DATASET_MANIFEST).is_file():
         raise UnknownNameError("dataset", name, list_datasets(root))
     manifest = folder / DATASET_MANIFEST
     data = read_toml(manifest)

@@ -117,3 +117,15 @@ def test_unknown_names_list_the_known_ones(catalog: Path) -> None:
         load_world(catalog, "huge")
     with pytest.raises(UnknownNameError, match="known datasets: tiny"):
         load_dataset(catalog, "bar")
+
+
+@pytest.mark.parametrize("name", ["tiny/../tiny", "./tiny", "../datasets/tiny", "TINY", " tiny"])
+def test_a_name_that_is_a_path_is_unknown_even_where_the_path_exists(
+    catalog: Path, name: str
+) -> None:
+    """`eval:<name>` labels come from anyone who may label a PR: a name never walks the disk.
+    `datasets/tiny/../tiny` exists on disk; it is still not a dataset name."""
+    with pytest.raises(UnknownNameError, match="known datasets: tiny"):
+        load_dataset(catalog, name)
+    with pytest.raises(UnknownNameError, match="known worlds: tiny"):
+        load_world(catalog, name.replace("datasets", "worlds"))
