@@ -250,7 +250,7 @@ class SandboxSettings(_Group):
 
 
 class ModalSettings(_Group):
-    """The Modal provider (workflows/providers/modal.py, docs/modal.md)."""
+    """The Modal provider (workflows/providers/modal/, docs/modal.md)."""
 
     model_config = _group_config("modal")
 
