@@ -16,7 +16,7 @@ from bot.commands import (
     budget,
     cases,
     compare,
-    engine,
+    experiments,
     history,
     prewarm,
     regrade,
@@ -35,7 +35,7 @@ def cli(ctx: click.Context) -> None:
 
 
 def _register_commands() -> None:
-    for command in [*engine.COMMANDS, *bot.COMMANDS]:
+    for command in [*experiments.COMMANDS, *bot.COMMANDS]:
         cli.add_command(command)
     cli.add_command(secrets.secrets_group)
     cli.add_command(regrade.regrade_command)

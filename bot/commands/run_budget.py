@@ -1,6 +1,6 @@
 """The budget an experiment starts with, and the estimate `run` prints before it starts.
 
-`evalbot run` (bot/commands/engine.py) labels its spec with `budget_labels` and prints
+`evalbot run` (bot/commands/experiments.py) labels its spec with `budget_labels` and prints
 `estimate_line`; `evalbot estimate` (bot/commands/budget.py) prints the same `estimate_summary`.
 """
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bot.commands.engine import run_command
+from bot.commands.experiments import run_command
 from tests.fakes.dying_sandboxes import NAME as DYING
 from tests.fakes.dying_sandboxes import DyingSandboxes
 from tests.support.cli import evalbot

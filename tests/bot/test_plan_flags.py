@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.commands.budget import estimate_command
-from bot.commands.engine import run_command
+from bot.commands.experiments import run_command
 from bot.commands.plan_flags import parse_arm_flags, split_multi
 from workflows.engine.planning import PlanError
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.commands.engine import run_experiment
+from bot.commands.experiments import run_experiment
 from bot.composition import open_store
 from bot.render import render_markdown
 from tests.support.agent_repo import TINY_CATALOG, tiny_agent_repo

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from bot.commands.engine import run_experiment
+from bot.commands.experiments import run_experiment
 from bot.composition import open_store
 from tests.support.agent_repo import AgentRepo
 from tests.support.temporal import replay_in_sandbox

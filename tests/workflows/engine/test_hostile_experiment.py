@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.commands.engine import run_experiment
+from bot.commands.experiments import run_experiment
 from bot.composition import open_store
 from tests.support.agent_repo import REPO_ROOT, TINY_AGENT
 from tests.support.experiments import hostile_arms

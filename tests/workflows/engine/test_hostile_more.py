@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from bot.commands.engine import run_experiment
+from bot.commands.experiments import run_experiment
 from bot.composition import open_store
 from bot.github import report_comment as rc
 from bot.render import render_html, render_json, render_markdown

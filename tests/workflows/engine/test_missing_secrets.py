@@ -7,7 +7,7 @@ import shutil
 import time
 from pathlib import Path
 
-from bot.commands.engine import run_experiment
+from bot.commands.experiments import run_experiment
 from bot.composition import open_store
 from tests.support.agent_repo import TINY_AGENT
 from workflows.catalog.models import ArmSpec, ExperimentSpec

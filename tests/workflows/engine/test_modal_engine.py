@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli import _register_commands, cli
-from bot.commands.engine import run_experiment
+from bot.commands.experiments import run_experiment
 from bot.composition import open_store
 from tests.conftest import REPO_ROOT
 from tests.fakes.modal_fake import FakeModal, host_problem

@@ -16,7 +16,7 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import CancelledError
 from temporalio.worker import Worker
 
-from bot.commands.engine import run_experiment
+from bot.commands.experiments import run_experiment
 from bot.composition import open_store
 from tests.chaos.harness import leftover_sandboxes
 from tests.fakes.stages import StandInStages
