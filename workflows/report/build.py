@@ -139,7 +139,7 @@ def _compare_arms(
     rows = comparison_rows(table, criteria, base, head)
     failure_rate = failure_rate_row(table, base, head)
     loss = infrastructure_loss(runs, base, head)
-    verdict, reason = comparison_verdict(rows[0], failure_rate, loss)
+    verdict, reason = comparison_verdict(rows, failure_rate, loss)
     return ArmComparison(
         base=base,
         head=head,

@@ -12,8 +12,10 @@ from workflows.stats import Verdict
 
 
 def comparison_verdict(
-    overall: ComparisonRow, failure_rate: ComparisonRow | None, loss: LostCells
+    rows: list[ComparisonRow], failure_rate: ComparisonRow | None, loss: LostCells
 ) -> tuple[Verdict, str]:
+    """`rows`: overall first, then the criteria."""
+    overall = rows[0]
     if loss.incomplete:
         lost = loss.base_lost + loss.head_lost
         return Verdict.INCOMPLETE, (
@@ -28,7 +30,13 @@ def comparison_verdict(
             f"the agent failed more often: {_percent(failure_rate.base_mean)} → "
             f"{_percent(failure_rate.head_mean)} of runs"
         )
-    return overall.verdict, _score_reason(overall)
+    return overall.verdict, _score_reason(overall) + _criteria_moved(rows[1:])
+
+
+def _criteria_moved(criteria: list[ComparisonRow]) -> str:
+    """ "; privilege regressed, completeness improved": what the criteria rows say beside it."""
+    moved = [f"{row.criterion} {row.verdict.value}" for row in criteria if row.verdict.is_change]
+    return "; " + ", ".join(moved) if moved else ""
 
 
 def _too_few(overall: ComparisonRow) -> str:
