@@ -9,12 +9,13 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
-from temporalio.exceptions import FailureError, WorkflowAlreadyStartedError
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.runtime import Runtime
 from temporalio.service import RPCError
 
 from workflows.catalog.models import ExperimentSpec
 from workflows.engine.converter import data_converter
+from workflows.engine.failures import reason_of
 from workflows.engine.types import BATCH_RUNS_MEMO, ExperimentInput, Progress, StageQueues
 from workflows.settings import Settings
 
@@ -142,14 +143,9 @@ async def get_progress(client: Client, experiment_id: str) -> Progress:
     try:
         return await handle.result()
     except WorkflowFailureError as error:
-        raise ExperimentFailed(f"experiment '{experiment_id}' stopped: {_cause(error)}") from None
-
-
-def _cause(error: BaseException) -> str:
-    """The innermost failure's message, without its type."""
-    while error.__cause__ is not None:
-        error = error.__cause__
-    return error.message if isinstance(error, FailureError) else str(error)
+        raise ExperimentFailed(
+            f"experiment '{experiment_id}' stopped: {reason_of(error)}"
+        ) from None
 
 
 async def wait_for(client: Client, experiment_id: str) -> Progress:

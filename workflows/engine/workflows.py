@@ -34,6 +34,7 @@ from temporalio.exceptions import (
     ChildWorkflowError,
 )
 
+from workflows.engine.failures import reason_of
 from workflows.engine.stages import (
     COLLECT,
     EXECUTE,
@@ -117,7 +118,7 @@ async def _summary_of(job: RunInput, outcome: RunSummary | BaseException) -> Run
         return outcome
     if isinstance(outcome, asyncio.CancelledError) or _is_cancel(outcome):
         raise outcome  # recorded as cancelled by run_cell
-    return await _record_failed_run(job, _message(outcome))
+    return await _record_failed_run(job, reason_of(outcome))
 
 
 async def run_cell(job: RunInput) -> RunSummary:
@@ -136,7 +137,7 @@ async def run_cell(job: RunInput) -> RunSummary:
                 raise
             if _error_type(error) == RUNNER_LOST and attempt + 1 < SANDBOX_ATTEMPTS:
                 continue
-            message = _message(error) + (f" (after {attempt + 1} sandboxes)" if attempt else "")
+            message = reason_of(error) + (f" (after {attempt + 1} sandboxes)" if attempt else "")
             return await _record(job, provision, _status_for(error), message)
         except asyncio.CancelledError:
             await _record(job, provision, RunStatus.CANCELLED, "cancelled")
@@ -256,9 +257,9 @@ class ExperimentWorkflow:
         except ActivityError as error:
             if _error_type(error) == HOST_UNSUPPORTED:
                 raise ApplicationError(
-                    _message(error), type=HOST_UNSUPPORTED, non_retryable=True
+                    reason_of(error), type=HOST_UNSUPPORTED, non_retryable=True
                 ) from None
-            return PreparedArm(image="", command="", timeout_s=0, limits={}, error=_message(error))
+            return PreparedArm(image="", command="", timeout_s=0, limits={}, error=reason_of(error))
         return result
 
     async def _dispatch(
@@ -309,7 +310,7 @@ class ExperimentWorkflow:
             if self.cancel_requested:
                 self._set_all(cells, "cancelled")
             else:  # the run workflow itself failed: its cells still get a result, never none
-                await asyncio.gather(*(_record_failed_run(r, _message(error)) for r in runs))
+                await asyncio.gather(*(_record_failed_run(r, reason_of(error)) for r in runs))
                 self._set_all(cells, "errored")
         except asyncio.CancelledError:
             self._set_all(cells, "cancelled" if self.cancel_requested else "errored")
@@ -407,14 +408,6 @@ def _error_type(error: BaseException) -> str | None:
     """The ApplicationError type of a stage failure, whether wrapped (regular) or not (local)."""
     failure = error.cause if isinstance(error, ActivityError) else error
     return failure.type if isinstance(failure, ApplicationError) else None
-
-
-def _message(error: BaseException) -> str:
-    """The innermost message: what went wrong, not the chain of wrappers (nor its type)."""
-    while error.__cause__ is not None:
-        error = error.__cause__
-    text = error.message if isinstance(error, ApplicationError) else str(error)
-    return text[:500]
 
 
 def batch_size(requested: int, max_parallel: int) -> int:
