@@ -22,6 +22,7 @@ from workflows.outcomes import (
 from workflows.records import CriterionScore, RunResult, RunStatus
 from workflows.report import build_report
 from workflows.score_history import history_point
+from workflows.stats import Verdict
 from workflows.store import ExperimentRecord, Store
 
 
@@ -111,6 +112,10 @@ def test_report_history_and_compare_agree_on_the_same_cells(tmp_path: Path) -> N
     # per case, the share of counted trials failed: case-00 1 of 2, case-03 1 of 1 (one lost)
     assert report.comparisons[0].failure_rate.head_mean == pytest.approx((0.5 + 1.0) / 12)
     assert report.summaries[1].failed == 2 and report.summaries[1].excluded == 2
+    lost = report.comparisons[0].infrastructure
+    assert (lost.base_lost, lost.base_cells, lost.head_lost, lost.head_cells) == (0, 24, 2, 24)
+    assert lost.incomplete  # 8 points more lost on one side than the other: more than 5
+    assert report.comparisons[0].verdict is Verdict.INCOMPLETE
 
     record = ExperimentRecord(spec=spec, status="completed", created_at=datetime.now(UTC))
     point = history_point(record, runs)  # main's history describes the last arm: pr here

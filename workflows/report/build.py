@@ -60,7 +60,7 @@ def build_report(
         arms=[_arm_info(spec, a.name) for a in spec.arms],
         criteria=criteria,
         comparisons=[
-            _compare_arms(spec, table, criteria, by_arm, baseline, a.name, ordered)
+            _compare_arms(spec, table, criteria, by_arm, baseline, a.name)
             for a in spec.arms
             if a.name != baseline
         ],
@@ -88,22 +88,17 @@ def _build_failures(spec: ExperimentSpec, runs: list[RunResult]) -> list[BuildFa
     return failures
 
 
-def infrastructure_loss(runs: list[RunResult], base: str, head: str) -> LostCells:
-    """Cells of each arm excluded as infrastructure, of the cells that finished."""
-    (base_lost, base_cells), (head_lost, head_cells) = _lost(runs, base), _lost(runs, head)
-    loss = InfrastructureLoss(base_lost, base_cells, head_lost, head_cells)
+def infrastructure_loss(base: ArmSummary, head: ArmSummary) -> LostCells:
+    """Cells of each arm excluded as infrastructure, of the cells that finished (counted once, in
+    the arms' summaries)."""
+    loss = InfrastructureLoss(base.excluded, base.cells_done, head.excluded, head.cells_done)
     return LostCells(
-        base_lost=base_lost,
-        base_cells=base_cells,
-        head_lost=head_lost,
-        head_cells=head_cells,
+        base_lost=base.excluded,
+        base_cells=base.cells_done,
+        head_lost=head.excluded,
+        head_cells=head.cells_done,
         incomplete=loss.incomplete,
     )
-
-
-def _lost(runs: list[RunResult], arm: str) -> tuple[int, int]:
-    mine = [r for r in runs if r.arm == arm]
-    return sum(outcome_of(r.status) is Outcome.EXCLUDED for r in mine), len(mine)
 
 
 def _budget(spec: ExperimentSpec, runs: list[RunResult]) -> BudgetNote | None:
@@ -133,12 +128,11 @@ def _compare_arms(
     summaries: dict[str, ArmSummary],
     base: str,
     head: str,
-    runs: list[RunResult],
 ) -> ArmComparison:
     regressed, improved = moved_cases(table, criteria, base, head)
     rows = comparison_rows(table, criteria, base, head)
     failure_rate = failure_rate_row(table, base, head)
-    loss = infrastructure_loss(runs, base, head)
+    loss = infrastructure_loss(summaries[base], summaries[head])
     verdict, reason = comparison_verdict(rows, failure_rate, loss)
     return ArmComparison(
         base=base,
