@@ -18,6 +18,7 @@ from bot.commands import (
     compare,
     experiments,
     history,
+    modal,
     prewarm,
     regrade,
     secrets,
@@ -40,6 +41,7 @@ def _register_commands() -> None:
     cli.add_command(secrets.secrets_group)
     cli.add_command(regrade.regrade_command)
     cli.add_command(prewarm.prewarm_group)
+    cli.add_command(modal.modal_group)
     for extra in (compare.compare_command, wait.wait_command, cases.cases_group,
                   history.history_command, budget.estimate_command):  # fmt: skip
         cli.add_command(extra)

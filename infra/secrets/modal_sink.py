@@ -5,9 +5,9 @@ The Secret's name is the group's name, which is what the `modal` provider asks f
 workflows/providers/modal/modal_provider.py).
 
 Each group is written with one call that creates the Secret or replaces its contents exactly (keys
-dropped from the mapping disappear): `Secret._create_deployed(..., overwrite=True)`, the call
-`modal secret create --force` makes (modal/cli/secret.py); the public `Secret.objects` API has
-create-if-missing and merge-update, but no atomic replace. Modal has no transaction across Secrets,
+dropped from the mapping disappear): `overwrite_secret`, the one wrapper of that private call
+(workflows/providers/modal/modal_private.py); the public `Secret.objects` API has create-if-missing
+and merge-update, but no atomic replace. Modal has no transaction across Secrets,
 so a failure part-way leaves the groups before it written (each one whole), the failed one and the
 ones after it untouched, and says so; a rerun of the sync finishes the job. Values never appear in
 errors or logs.
@@ -20,6 +20,7 @@ from typing import Any
 
 from infra.secrets.secret_errors import SinkError
 from infra.secrets.sink import SecretSink
+from workflows.providers.modal.modal_private import overwrite_secret
 from workflows.secret_store import SecretStoreError, check_group_name
 
 
@@ -49,10 +50,8 @@ class ModalSecretSink(SecretSink):
         written: list[str] = []
         for name, values in groups.items():
             try:
-                self.sdk.Secret._create_deployed(
-                    name, {str(k): str(v) for k, v in values.items()}, overwrite=True,
-                    **self._options(),
-                )  # fmt: skip
+                plain = {str(k): str(v) for k, v in values.items()}
+                overwrite_secret(self.sdk, name, plain, self.environment_name)
             except self.sdk.exception.Error as error:
                 before = ", ".join(written) or "none"
                 raise SinkError(

@@ -15,7 +15,8 @@ from temporalio.worker import Worker
 
 from workflows.engine.activities import Grader, RunStore
 from workflows.engine.devserver import embedded_server
-from workflows.engine.engine_client import connect
+from workflows.engine.engine_client import connect, stage_queues
+from workflows.engine.reaper import ensure_reaper_schedule
 from workflows.engine.worker import ROLES, build_workers
 from workflows.providers.base import SandboxProvider
 from workflows.settings import Settings
@@ -68,6 +69,8 @@ async def engine_session(
             client, settings, provider, store, grader,
             roles=roles, extra_activities=extra_activities, secrets=secrets,
         )  # fmt: skip
+        if "runs" in roles and not provider.quick_provision:
+            await ensure_reaper_schedule(client, stage_queues(settings).runs)
         async with running_workers(workers):
             yield session
     finally:

@@ -12,7 +12,13 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from workflows.engine.activities import ExperimentActivities, Grader, RunActivities, RunStore
 from workflows.engine.engine_client import stage_queues
-from workflows.engine.workflows import ExperimentWorkflow, RunBatchWorkflow, RunWorkflow
+from workflows.engine.reaper import ReaperActivities
+from workflows.engine.workflows import (
+    ExperimentWorkflow,
+    ReaperWorkflow,
+    RunBatchWorkflow,
+    RunWorkflow,
+)
 from workflows.providers.base import SandboxProvider
 from workflows.settings import Settings
 
@@ -46,12 +52,14 @@ def build_workers(
     runs = RunActivities(settings, provider, store, grader, secrets=secrets)
     experiments = ExperimentActivities(store)
     workers: list[Worker] = []
+    # remote sandboxes outlive their worker: reap those no run needs (workflows/engine/reaper.py)
+    reaping = [] if provider.quick_provision else [ReaperActivities(provider, store).reap_sandboxes]
     if "runs" in roles:
         workers.append(
             Worker(
                 client,
                 task_queue=queues.runs,
-                workflows=[ExperimentWorkflow, RunWorkflow, RunBatchWorkflow],
+                workflows=[ExperimentWorkflow, RunWorkflow, RunBatchWorkflow, ReaperWorkflow],
                 activities=[
                     runs.prepare_arm,
                     runs.provision,
@@ -59,6 +67,7 @@ def build_workers(
                     runs.teardown,
                     runs.collect,
                     runs.score,
+                    *reaping,
                     *extra_activities,
                 ],
                 workflow_runner=workflow_runner(settings.temporal.workflow_sandbox),

@@ -62,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
         ReportActivities,
         RunActivities,
     )
+    from workflows.engine.reaper import ReaperActivities
     from workflows.engine.types import (
         BATCH_RUNS_MEMO,
         CollectInput,
@@ -435,3 +436,15 @@ def run_groups(
     if batch:
         groups.append(batch)
     return groups
+
+
+@workflow.defn(name="ReaperWorkflow")
+class ReaperWorkflow:
+    """One reaping pass; the schedule starts one every REAP_EVERY (never two at once)."""
+
+    @workflow.run
+    async def run(self) -> dict[str, object]:
+        result: dict[str, object] = await workflow.execute_activity_method(
+            ReaperActivities.reap_sandboxes, start_to_close_timeout=timedelta(minutes=5)
+        )
+        return result

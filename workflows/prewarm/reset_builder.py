@@ -32,13 +32,7 @@ from workflows.prewarm.image_builder import (
 )
 from workflows.prewarm.image_label import ImageOrigin, with_origin
 from workflows.prewarm.layers import Layer, ensure_mounted, start_from, unmount
-from workflows.prewarm.manifest import changed_manifests
-from workflows.prewarm.reset_git import (
-    changed_files,
-    checkout_in_place,
-    incremental_command,
-    newest_ancestor,
-)
+from workflows.prewarm.reset_git import checkout_in_place, delta_step, newest_ancestor
 from workflows.prewarm.snapshots import Snapshot, SnapshotIndex, using
 from workflows.providers.base import SandboxCreateError
 
@@ -161,13 +155,8 @@ class ResetBuilder:
             return Plan("cold", newest_age_s=age)
         if base.commit == sha:
             return Plan("prewarmed", base, age)
-        manifests = changed_manifests(await changed_files(source, base.commit, sha))
-        if manifests:
-            return Plan("full", base, age, reason="deps:" + ",".join(manifests[:5]))
-        incremental = await incremental_command(source, sha)
-        if incremental is None:
-            return Plan("full", base, age, reason="no-incremental")
-        return Plan("reset", base, age, command=incremental)
+        step = await delta_step(source, base.commit, sha)
+        return Plan(step.kind, base, age, command=step.command, reason=step.reason)
 
     async def _build(
         self,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from workflows.catalog.catalog_errors import CatalogError
 from workflows.catalog.loaders import AGENT_CONFIG, parse_agent_config
 from workflows.prewarm.image_builder import git
+from workflows.prewarm.manifest import changed_manifests
 from workflows.prewarm.snapshots import Snapshot
 from workflows.providers.base import SandboxCreateError
 
@@ -49,6 +51,27 @@ async def incremental_command(source: Path, sha: str) -> str | None:
     except CatalogError:
         return None
     return incremental if incremental and incremental.strip() else None
+
+
+@dataclass(frozen=True)
+class DeltaStep:
+    """How to go from a prewarmed image of `base` to commit X: the incremental step (a reset), or
+    a full build and why (`deps:<manifests>` changed, or `no-incremental` declared)."""
+
+    kind: str  # reset | full
+    command: str | None = None
+    reason: str = ""
+
+
+async def delta_step(source: Path, base: str, sha: str) -> DeltaStep:
+    """The same rule for every provider (docs/prewarm.md, "Reset to commit")."""
+    manifests = changed_manifests(await changed_files(source, base, sha))
+    if manifests:
+        return DeltaStep("full", reason="deps:" + ",".join(manifests[:5]))
+    incremental = await incremental_command(source, sha)
+    if incremental is None:
+        return DeltaStep("full", reason="no-incremental")
+    return DeltaStep("reset", command=incremental)
 
 
 async def checkout_in_place(repo: Path, source: Path, sha: str) -> None:

@@ -154,6 +154,15 @@ class PrewarmedImage:
     reused: bool = False  # `prewarm` found this commit's image current and built nothing
 
 
+@dataclass(frozen=True)
+class RunSandbox:
+    """A sandbox that exists for a run, as the provider lists it (for reaping)."""
+
+    id: str
+    experiment: str
+    run: str
+
+
 class Sandbox(abc.ABC):
     """A handle on one created sandbox. Safe to re-obtain with `SandboxProvider.attach(id)`."""
 
@@ -219,6 +228,12 @@ class SandboxProvider(abc.ABC):
         removes these (`remove_leftover`): they are leftovers of an earlier attempt whose worker
         died before its teardown (one run has one attempt at a time). Providers that cannot
         list keep []."""
+        return []
+
+    async def run_sandboxes(self) -> list[RunSandbox]:
+        """Every sandbox of a run that exists now, whoever created it (docs/modal.md, "Reaping":
+        the reaper terminates those no run needs). Providers whose sandboxes end with their
+        worker keep []."""
         return []
 
     async def remove_leftover(self, sandbox_id: str) -> None:

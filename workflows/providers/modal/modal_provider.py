@@ -33,16 +33,19 @@ import math
 import re
 import tarfile
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from workflows.prewarm.image_label import image_path
 from workflows.providers.base import (
     ExecResult,
     FileInfo,
+    PrewarmedImage,
     ResourceLimits,
     ResourceUsage,
+    RunSandbox,
     Sandbox,
     SandboxCreateError,
     SandboxError,
@@ -56,6 +59,7 @@ from workflows.providers.common.sandbox_layout import build_env, dir_env
 from workflows.providers.modal.modal_admission import Admission, AdmissionLimits
 from workflows.providers.modal.modal_files import ModalFiles, sdk_error
 from workflows.providers.modal.modal_images import ModalImageBuilder
+from workflows.providers.modal.modal_private import delete_image_name
 from workflows.providers.modal.modal_volumes import WorldVolumes
 from workflows.settings import Settings
 
@@ -99,6 +103,7 @@ class ModalConfig:
     build_timeout_s: int = 1800
     build_cpu: float = 2.0
     build_memory_mb: int = 4096
+    build_allow_domains: tuple[str, ...] = ()  # the only hosts build sandboxes reach
     spool_dir: Path | None = None  # where iter_file spools downloads (None: the system temp dir)
     admission: AdmissionLimits = field(default_factory=AdmissionLimits)
 
@@ -110,6 +115,7 @@ class ModalConfig:
             base_image=settings.modal.base_image,
             timeout_margin_s=settings.modal.timeout_margin_s,
             spool_dir=settings.data_dir / "modal-spool",
+            build_allow_domains=tuple(settings.sandbox.build_allow_domains),
             admission=AdmissionLimits(
                 creates_per_s=settings.modal.creates_per_s,
                 max_starting=settings.modal.max_starting,
@@ -373,19 +379,28 @@ class ModalProvider(SandboxProvider):
         return self._app
 
     async def image(self, reference: str) -> Any:
-        """An image handle by id (im-...) or published name, checked once per reference."""
+        """An image handle by id (im-...) or published name, resolved once per reference.
+
+        Resolving goes through `Image.build(app)`, which loads a named or id'd image without
+        building anything; `Image.hydrate` cannot (the SDK refuses to hydrate images on demand).
+        A reference may carry the origin fragment `build_image` adds (image_label.py)."""
+        reference = image_path(reference)
         if reference in self._image_handles:
             return self._image_handles[reference]
+        if not reference:
+            raise SandboxCreateError("no image was given: build_image returns one (docs/modal.md)")
         exc = self.sdk.exception
+        app = await self.app()
         try:
             if reference.startswith("im-"):
                 image = self.sdk.Image.from_id(reference)
             else:
                 image = self.sdk.Image.from_name(reference)
-            await image.hydrate.aio()
+            await image.build.aio(app)
         except (exc.NotFoundError, exc.InvalidError):
             raise SandboxCreateError(
-                f"image {reference} does not exist on Modal (see build_image, or publish it)"
+                f"image {reference} does not exist on Modal: build it (build_image), prewarm it "
+                "(evalbot prewarm) or publish it under that name"
             ) from None
         except exc.Error as error:
             raise sdk_error(self.sdk, error, f"looking up image {reference}") from None
@@ -443,21 +458,23 @@ class ModalProvider(SandboxProvider):
             tags={key: str(value) for key, value in labels.items()},
         )
 
-    async def builder_sandbox(self, sha: str) -> ModalSandbox:
-        """A sandbox for building an image: the base image, network allowed, no world."""
+    async def builder_sandbox(self, sha: str, base: str | None = None) -> ModalSandbox:
+        """A sandbox for building an image of `sha`: from `base` (a prewarmed image) or the base
+        image, no world, and network only to the build allowlist (the package registries)."""
         config = self.config
-        if config.base_image:
-            base = await self.image(config.base_image)
+        if base or config.base_image:
+            image = await self.image(base or config.base_image)
         else:
-            base = self.sdk.Image.debian_slim()
+            image = self.sdk.Image.debian_slim()
         app = await self.app()
         tags = {"evalbot": "build", "commit": sha}
+        domains = list(config.build_allow_domains)
 
         async def make() -> Any:
             return await self.sdk.Sandbox.create.aio(
-                app=app, image=base, timeout=config.build_timeout_s + 600, workdir="/",
+                app=app, image=image, timeout=config.build_timeout_s + 600, workdir="/",
                 cpu=config.build_cpu, memory=config.build_memory_mb, runtime=config.runtime,
-                tags=tags,
+                block_network=not domains, outbound_domain_allowlist=domains or None, tags=tags,
             )  # fmt: skip
 
         async with self.admission.starting():
@@ -488,3 +505,52 @@ class ModalProvider(SandboxProvider):
 
     async def build_image(self, source_repo: Path, commit: str, setup: str) -> str:
         return await self.images.build(source_repo, commit, setup)
+
+    async def prewarm(
+        self, source_repo: Path, commit: str, setup: str, *, rebuild: bool = False
+    ) -> PrewarmedImage:
+        return await self.images.prewarm(source_repo, commit, setup, rebuild=rebuild)
+
+    async def discard_prewarmed(
+        self, source_repo: Path, reference: str, *, protect: Collection[str] = ()
+    ) -> None:
+        """Unpublish a prewarmed name. The images built from it are snapshots of their own, and a
+        live sandbox keeps its image, so nothing is ever in use (`protect` has nothing to do)."""
+        try:
+            await delete_image_name(reference)
+        except self.sdk.exception.NotFoundError:
+            return
+        except self.sdk.exception.Error as error:
+            raise sdk_error(self.sdk, error, f"deleting image name {reference}") from None
+
+    # -- what is running ------------------------------------------------------------------------
+
+    async def sandboxes_of(self, run_id: str) -> list[str]:
+        found = await self.tagged({"evalbot": "run", "run": run_id})
+        return [sandbox.object_id for sandbox in found]
+
+    async def run_sandboxes(self) -> list[RunSandbox]:
+        found = []
+        for handle in await self.tagged({"evalbot": "run"}):
+            try:
+                tags = await handle.get_tags.aio()
+            except self.sdk.exception.NotFoundError:
+                continue  # finished since it was listed
+            except self.sdk.exception.Error as error:
+                what = f"reading the tags of {handle.object_id}"
+                raise sdk_error(self.sdk, error, what) from None
+            found.append(
+                RunSandbox(handle.object_id, tags.get("experiment", ""), tags.get("run", ""))
+            )
+        return found
+
+    async def tagged(self, tags: Mapping[str, str]) -> list[Any]:
+        """The running sandboxes of our app that carry all of `tags`."""
+        app = await self.app()
+        found = []
+        try:
+            async for sandbox in self.sdk.Sandbox.list.aio(app_id=app.app_id, tags=dict(tags)):
+                found.append(sandbox)
+        except self.sdk.exception.Error as error:
+            raise sdk_error(self.sdk, error, "listing sandboxes") from None
+        return found
