@@ -5,8 +5,8 @@ EnvironmentGetOrCreate, AppGetOrCreate, ImageGetOrCreate, ImageJoinStreaming, Im
 ImageGetByTag, ImagePublish, SecretGetOrCreate, SecretList, VolumeGetOrCreate, VolumeListFiles2,
 VolumePutFiles2, SandboxCreateV2, SandboxWaitV2, SandboxTerminateV2, SandboxTagsGetV2,
 SandboxListV2, SandboxGetTaskIdV2, SandboxGetCommandRouterAccess, and the V1 forms SandboxWait,
-SandboxTerminate, SandboxTagsGet, SandboxList, SandboxGetTaskId, TaskGetCommandRouterAccess (V1-shaped ids are never
-minted here: the SDK 1.6 creates V2 sandboxes by default).
+SandboxTerminate, SandboxTagsGet, SandboxList, SandboxGetTaskId, TaskGetCommandRouterAccess
+(V1-shaped ids are never minted here: the SDK 1.6 creates V2 sandboxes by default).
 """
 
 from __future__ import annotations

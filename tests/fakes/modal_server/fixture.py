@@ -35,6 +35,8 @@ START_TIMEOUT_S = 30.0
 
 @dataclass
 class ModalTestServer:
+    ENV_KEYS = ("MODAL_SERVER_URL", "MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET", "MODAL_CONFIG_PATH")
+
     root: Path
     port: int
     http_port: int

@@ -128,13 +128,15 @@ class Cloud:
                 refusal = f"Too many Sandboxes are starting at once ({cap}). Please retry later."
             if refusal is not None:
                 counters["refused"] += 1
-                raise GRPCError(Status.RESOURCE_EXHAUSTED, refusal)
-            ready_at = now + knobs.start_latency_s
-            state["creations"].append(now)
-            state["starting"][sandbox_id] = ready_at
-            counters["created"] += 1
-            counters["max_per_1s"] = max(counters["max_per_1s"], len(state["creations"]))
-            return now, ready_at
+            else:
+                ready_at = now + knobs.start_latency_s
+                state["creations"].append(now)
+                state["starting"][sandbox_id] = ready_at
+                counters["created"] += 1
+                counters["max_per_1s"] = max(counters["max_per_1s"], len(state["creations"]))
+        if refusal is not None:  # raised once the counters are saved
+            raise GRPCError(Status.RESOURCE_EXHAUSTED, refusal)
+        return now, ready_at
 
     def started_or_gone(self, sandbox_id: str) -> None:
         with self.control() as state:
