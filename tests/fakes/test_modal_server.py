@@ -8,6 +8,9 @@ bubblewrap containers, so each test creates as few as it can.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -86,6 +89,21 @@ def test_a_sandbox_gets_env_secret_read_only_volume_workdir_and_tags(app: modal.
         assert code != 0 and "Read-only file system" in stderr
         assert handle.get_tags() == tags
         assert handle.poll() is None
+    finally:
+        handle.terminate()
+
+
+def test_secrets_are_replaced_whole_and_listed(app: modal.App):
+    """The calls infra/secrets/modal_sink.py makes: replace a Secret's contents exactly."""
+    name = unique("sink")
+    modal.Secret._create_deployed(name, {"A": "1", "DROPPED": "x"}, overwrite=True)
+    modal.Secret._create_deployed(name, {"A": "2"}, overwrite=True)
+    with pytest.raises(errors.AlreadyExistsError):
+        modal.Secret._create_deployed(name, {"A": "3"})
+    assert name in [secret.name for secret in modal.Secret.objects.list()]
+    handle = modal.Sandbox.create(app=app, secrets=[modal.Secret.from_name(name)], timeout=60)
+    try:
+        assert run(handle, "sh", "-c", 'echo "$A-${DROPPED:-gone}"')[0] == "2-gone\n"
     finally:
         handle.terminate()
 
@@ -201,6 +219,8 @@ def test_snapshot_publish_and_create_from_the_name(app: modal.App, sandbox: moda
 def test_unknown_image_names_fail_at_creation_and_images_cannot_hydrate(app: modal.App):
     with pytest.raises(errors.NotFoundError):
         modal.Sandbox.create(app=app, image=modal.Image.from_name(unique("noimage")), timeout=60)
+    with pytest.raises(errors.NotFoundError):
+        modal.Sandbox.create(app=app, image=modal.Image.from_id("im-" + "0" * 22), timeout=60)
     with pytest.raises(errors.ExecutionError, match="cannot currently be hydrated"):
         modal.Image.from_name(unique("lazy")).hydrate()
 
@@ -221,6 +241,41 @@ def test_terminate_ends_exec_and_filesystem(app: modal.App, modal_server: ModalT
         handle.filesystem.read_bytes("/etc/hostname")
     stale = modal.Sandbox.from_id(handle.object_id)
     assert stale.poll() == 137
+
+
+def test_a_sandbox_past_its_timeout_ends_as_timed_out(app: modal.App):
+    handle = modal.Sandbox.create(app=app, timeout=1)
+    with pytest.raises(errors.SandboxTimeoutError):
+        handle.wait()
+    assert handle.poll() == 124
+
+
+def test_a_killed_client_leaves_a_sandbox_the_server_still_knows(
+    app: modal.App, modal_server: ModalTestServer
+):
+    """A worker dies mid-run: its sandbox lives on, and another process finds it by tag."""
+    tag = unique("orphan")
+    script = (
+        "import modal, sys, time\n"
+        f"app = modal.App.lookup({app.name!r})\n"
+        f"modal.Sandbox.create(app=app, tags={{'owner': {tag!r}}}, timeout=120)\n"
+        "print('created', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        env={**os.environ, **modal_server.env},
+    )
+    try:
+        assert worker.stdout is not None and worker.stdout.readline() == b"created\n"
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+    [orphan] = modal.Sandbox.list(app_id=app.app_id, tags={"owner": tag})
+    assert run(orphan, "echo", "still here") == ("still here\n", "", 0)
+    orphan.terminate()
+    assert list(modal.Sandbox.list(app_id=app.app_id, tags={"owner": tag})) == []
 
 
 def test_start_latency_makes_exec_wait(app: modal.App, modal_server: ModalTestServer):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 from pathlib import Path
 
 from tests.fakes.modal_server.server import serve
@@ -19,6 +20,7 @@ def main() -> None:
     parser.add_argument("--create-rate-per-s", type=float, default=None)
     parser.add_argument("--max-starting", type=int, default=None)
     args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     knobs = Knobs(args.start_latency_s, args.create_rate_per_s, args.max_starting)
     asyncio.run(serve(args.root, args.port, args.ready_file, knobs))
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from tests.fakes.modal_server.auth import TOKEN_ID, TOKEN_SECRET
 from tests.fakes.modal_server.server import describe
-from tests.fakes.modal_server.state import Cloud, Knobs
+from tests.fakes.modal_server.state import ZERO_COUNTERS, Cloud, Knobs
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 START_TIMEOUT_S = 30.0
@@ -68,14 +68,15 @@ class ModalTestServer:
         return self.cloud.configure(**knobs)
 
     def stats(self) -> dict[str, int]:
-        """Server-side counts: sandboxes created, creations refused (RESOURCE_EXHAUSTED), the most
-        creations in any one-second window, and sandboxes whose container is running."""
+        """Server-side counts: sandboxes `created`, creations `refused` (RESOURCE_EXHAUSTED sent),
+        the most creations in any one-second window (`max_per_1s`), the most sandboxes starting at
+        once (`peak_starting`), and sandboxes whose container is running (`alive`)."""
         cloud = self.cloud
         return {**cloud.counters(), "alive": cloud.alive_sandboxes()}
 
     def reset_counters(self) -> None:
         with self.cloud.control() as state:
-            state["counters"] = {"created": 0, "refused": 0, "max_per_1s": 0}
+            state["counters"] = dict(ZERO_COUNTERS)
             state["creations"] = []
 
     def stop(self) -> None:

@@ -100,6 +100,9 @@ class Router(TaskCommandRouterBase):
             reply = await containers.agent_call(folder, request)
             if not reply.get("ok"):
                 raise GRPCError(Status.INTERNAL, f"exec failed: {reply.get('message')}")
+            # The exec is known to a server restarted on the same cloud, too.
+            marker = containers.exec_paths(folder, req.exec_id)[2].with_suffix(".exec")
+            write_json(marker, {"id": req.exec_id, "argv": request["argv"]})
         await stream.send_message(sr_pb2.TaskExecStartResponse())
 
     def _status(self, folder: Path, meta: dict[str, Any], exec_id: str) -> int | None:
@@ -138,10 +141,14 @@ class Router(TaskCommandRouterBase):
         return self.cloud.sandbox_dir(sandbox_id), self.cloud.sandbox_meta(sandbox_id)
 
     def _known(self, task_id: str, exec_id: str) -> Stdin:
-        state = self.stdin.get((task_id, exec_id))
-        if state is None:
-            raise GRPCError(Status.NOT_FOUND, f"Exec {exec_id} not found")
-        return state
+        key = (task_id, exec_id)
+        if key not in self.stdin:
+            folder = self.cloud.sandbox_dir(sandbox_id_of(task_id))
+            marker = containers.exec_paths(folder, exec_id)[2].with_suffix(".exec")
+            if not marker.exists():
+                raise GRPCError(Status.NOT_FOUND, f"Exec {exec_id} not found")
+            self.stdin[key] = Stdin(lock=asyncio.Lock())  # started by an earlier server process
+        return self.stdin[key]
 
     async def TaskExecStdioRead(self, stream: RpcStream) -> None:
         req = await self._recv(stream)

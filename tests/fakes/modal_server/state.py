@@ -5,7 +5,7 @@ and a server restarted on the same root finds every object again:
 
     root/server.json             knobs: start_latency_s, create_rate_per_s, max_starting
     root/control.json            flock'd: creations in the last second, sandboxes still starting,
-                                 counters (created, refused, max per 1 s window)
+                                 counters (created, refused, max per 1 s window, peak starting)
     root/sandboxes/<sb-id>/      meta.json, root/ (the container's /), ctl/ (agent socket, exec
                                  outputs, env.json), launch.log
     root/images/<im-id>/rootfs/  an image: what its containers find at / (plus the host's /usr)
@@ -44,6 +44,7 @@ SANDBOX_ID = re.compile(r"^sb-[A-Za-z0-9]{1,64}$")
 IMAGE_ID = re.compile(r"^im-[A-Za-z0-9]{1,64}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 RATE_MESSAGE = "Sandbox creation rate limit exceeded"
+ZERO_COUNTERS = {"created": 0, "refused": 0, "max_per_1s": 0, "peak_starting": 0}
 
 
 def new_id(prefix: str, length: int = 22) -> str:
@@ -104,7 +105,7 @@ class Cloud:
             state = json.loads(raw) if raw else {}
             state.setdefault("creations", [])
             state.setdefault("starting", {})
-            state.setdefault("counters", {"created": 0, "refused": 0, "max_per_1s": 0})
+            state.setdefault("counters", dict(ZERO_COUNTERS))
             yield state
             data = json.dumps(state).encode()
             os.lseek(fd, 0, os.SEEK_SET)
@@ -134,6 +135,7 @@ class Cloud:
                 state["starting"][sandbox_id] = ready_at
                 counters["created"] += 1
                 counters["max_per_1s"] = max(counters["max_per_1s"], len(state["creations"]))
+                counters["peak_starting"] = max(counters["peak_starting"], len(state["starting"]))
         if refusal is not None:  # raised once the counters are saved
             raise GRPCError(Status.RESOURCE_EXHAUSTED, refusal)
         return now, ready_at
