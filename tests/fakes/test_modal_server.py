@@ -108,6 +108,13 @@ def test_secrets_are_replaced_whole_and_listed(app: modal.App):
         handle.terminate()
 
 
+def test_invalid_arguments_are_refused_by_the_server(app: modal.App):
+    with pytest.raises(errors.InvalidError, match="timeout"):
+        modal.Sandbox.create(app=app, timeout=10 * 24 * 3600)
+    with pytest.raises(errors.InvalidError, match="Invalid Sandbox id"):
+        modal.Sandbox.from_id("sb-not/an/id")
+
+
 def test_an_unknown_secret_or_volume_fails_the_creation(app: modal.App):
     with pytest.raises(errors.NotFoundError, match="Secret"):
         modal.Sandbox.create(app=app, secrets=[modal.Secret.from_name(unique("nosecret"))])
