@@ -28,6 +28,7 @@ import socket
 import sys
 import threading
 import time
+from typing import Any, BinaryIO
 
 SOCKET = "/__modal/agent.sock"
 PROCS = "/__modal/procs"
@@ -45,10 +46,10 @@ class Processes:
         self.stdin: dict[str, int] = {}  # exec id -> write end of its stdin pipe
         self.stdin_locks: dict[str, threading.Lock] = {}
 
-    def spawn(self, request: dict) -> int:
+    def spawn(self, request: dict[str, Any]) -> int:
         exec_id = str(request["id"])
         read_end, write_end = os.pipe()
-        actions: list = [(os.POSIX_SPAWN_DUP2, read_end, 0)]  # both ends are close-on-exec
+        actions: list[Any] = [(os.POSIX_SPAWN_DUP2, read_end, 0)]  # both ends are close-on-exec
         for fd, name in ((1, "stdout"), (2, "stderr")):
             target = f"{PROCS}/{exec_id}.{name[3:]}" if request.get(name, True) else os.devnull
             actions.append((os.POSIX_SPAWN_OPEN, fd, target, os.O_WRONLY | os.O_CREAT, 0o600))
@@ -104,7 +105,7 @@ class Processes:
                 self.timed_out.discard(pid)
                 self.finish(exec_id, status, timed_out=timed_out)
 
-    def write_stdin(self, exec_id: str, reader, eof: bool) -> int:
+    def write_stdin(self, exec_id: str, reader: BinaryIO, eof: bool) -> int:
         """Copy the connection's bytes into the process's stdin; close it when `eof`."""
         with self.lock:
             lock = self.stdin_locks.get(exec_id)
@@ -116,7 +117,7 @@ class Processes:
             if fd is None:
                 raise EOFError(f"stdin of exec {exec_id} is closed")
             try:
-                while chunk := reader.read1(CHUNK):
+                while chunk := reader.read1(CHUNK):  # type: ignore[attr-defined]
                     view = memoryview(chunk)
                     while view:
                         written = os.write(fd, view)
@@ -177,7 +178,7 @@ def handle(conn: socket.socket, processes: Processes) -> None:
         conn.close()
 
 
-def reply(conn: socket.socket, payload: dict) -> None:
+def reply(conn: socket.socket, payload: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):
         conn.sendall(json.dumps(payload).encode() + b"\n")
 

@@ -25,6 +25,7 @@ import os
 import shutil
 import stat
 import sys
+from typing import Any
 
 CHUNK = 1 << 16
 KINDS = {
@@ -56,7 +57,7 @@ class ToolError(Exception):
         self.detail = detail
 
 
-def entry(path: str, name: str | None = None) -> dict:
+def entry(path: str, name: str | None = None) -> dict[str, Any]:
     info = os.lstat(path)
     kind = TYPES.get(stat.S_IFMT(info.st_mode), "file")
     return {
@@ -94,7 +95,7 @@ def write_file(path: str) -> None:
         raise ToolError("IsDirectory")
     source = sys.stdin.buffer
     with open(path, "wb") as handle:
-        while chunk := source.read1(CHUNK):
+        while chunk := source.read1(CHUNK):  # type: ignore[union-attr]
             handle.write(chunk)
 
 
@@ -130,7 +131,7 @@ def remove(path: str, recursive: bool) -> None:
         os.unlink(path)
 
 
-def run(command: dict) -> None:
+def run(command: Any) -> None:
     if not isinstance(command, dict) or len(command) != 1:
         raise ToolError("Other", "malformed command")
     ((name, args),) = command.items()

@@ -55,6 +55,8 @@ class Router(TaskCommandRouterBase):
 
     async def _recv(self, stream: RpcStream) -> Any:
         request = await stream.recv_message()
+        if request is None:
+            raise GRPCError(Status.INVALID_ARGUMENT, "no request message")
         check_bearer(self.issuer, stream.metadata or {}, request.task_id)
         return request
 

@@ -28,7 +28,7 @@ import os
 import re
 import secrets as random_tokens
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -287,7 +287,7 @@ class Cloud:
         return sum(1 for meta in self.sandbox_metas() if container_running(meta))
 
 
-def container_running(meta: dict[str, Any]) -> bool:
+def container_running(meta: Mapping[str, Any]) -> bool:
     monitor = meta.get("monitor")
     if meta.get("terminated_at") is not None or not monitor:
         return False
