@@ -60,7 +60,9 @@ def test_app_lookup_creates_once_and_unknown_apps_are_not_found(modal_server: Mo
         modal.App.lookup(unique("missing"))
 
 
-def test_a_sandbox_gets_env_secret_read_only_volume_workdir_and_tags(app: modal.App, tmp_path):
+def test_a_sandbox_gets_env_secret_read_only_volume_workdir_and_tags(
+    app: modal.App, modal_server: ModalTestServer, tmp_path: Path
+):
     group, volume_name = unique("group"), unique("vol")
     modal.Secret.objects.create(group, {"FROM_SECRET": "s3cret"})
     volume = modal.Volume.from_name(volume_name, create_if_missing=True)
@@ -82,6 +84,10 @@ def test_a_sandbox_gets_env_secret_read_only_volume_workdir_and_tags(app: modal.
         memory=(256, 512),
         block_network=True,
     )
+    meta = modal_server.cloud.sandbox_meta(handle.object_id)
+    assert meta["cpu"] == [0.5, 1.0] and meta["memory"] == [256, 512]
+    assert meta["block_network"] is True and meta["secrets"] == [group]
+    assert meta["mounts"]["/mnt/vol"]["read_only"] is True
     try:
         script = 'echo "$FROM_ENV $FROM_SECRET $(pwd)"; cat /mnt/vol/inputs/data.txt'
         assert run(handle, "sh", "-c", script) == ("e1 s3cret /tmp\nvolume data\n", "", 0)
@@ -287,6 +293,7 @@ def test_a_killed_client_leaves_a_sandbox_the_server_still_knows(
 
 def test_start_latency_makes_exec_wait(app: modal.App, modal_server: ModalTestServer):
     modal_server.configure(start_latency_s=1.0)
+    modal_server.reset_counters()
     try:
         started = time.monotonic()
         handle = modal.Sandbox.create(app=app, timeout=60)
@@ -296,6 +303,8 @@ def test_start_latency_makes_exec_wait(app: modal.App, modal_server: ModalTestSe
         handle.terminate()
     finally:
         modal_server.configure(start_latency_s=0.0)
+    [delay] = modal_server.stats()["ready_delays"]
+    assert 1.0 <= delay < 5
 
 
 def test_creation_rate_limit_is_the_servers(app: modal.App, modal_server: ModalTestServer):
@@ -324,7 +333,7 @@ def test_creation_rate_limit_is_the_servers(app: modal.App, modal_server: ModalT
     stats = modal_server.stats()
     assert refused and "rate limit" in str(refused[0])
     assert (stats["created"], stats["refused"]) == (len(created), len(refused))
-    assert stats["max_per_1s"] <= 2
+    assert stats["max_per_1s"] <= 2 and stats["peak_starting"] <= 2
 
 
 def test_max_starting_refuses_while_sandboxes_start(app: modal.App, modal_server: ModalTestServer):

@@ -319,7 +319,10 @@ class ControlPlane(ModalClientBase):
         if definition.workdir and not definition.workdir.startswith("/"):
             raise GRPCError(Status.INVALID_ARGUMENT, "workdir must be an absolute path")
         rootfs = self.cloud.image_dir(definition.image_id) / "rootfs"
-        env = {**containers.BASE_ENV, **self._env(definition.secret_ids, req.secret_sources)}
+        secret_env, secret_names = self._env(definition.secret_ids, req.secret_sources)
+        env = {**containers.BASE_ENV, **secret_env}
+        access = definition.network_access
+        network = NETWORK[access.network_access_type]
         mounts = {}
         for mount in definition.volume_mounts:
             volume_name, data = self.cloud.volume_data(mount.volume_id)
@@ -335,11 +338,18 @@ class ControlPlane(ModalClientBase):
             "tags": {t.tag_name: t.tag_value for t in req.tags},
             "created_at": created, "ready_at": ready_at, "timeout": definition.timeout_secs,
             "workdir": definition.workdir or None,
-            "milli_cpu": [resources.milli_cpu, resources.milli_cpu_max],
-            "memory_mb": [resources.memory_mb, resources.memory_mb_max],
+            "cpu": [resources.milli_cpu / 1000, resources.milli_cpu_max / 1000 or None],
+            "memory": [resources.memory_mb, resources.memory_mb_max or None],
             "runtime": definition.runtime or None,
-            "network": NETWORK[definition.network_access.network_access_type],
-            "allowed_domains": list(definition.network_access.allowed_domains),
+            "network": network,
+            "block_network": network == "blocked",
+            "outbound_domain_allowlist": (
+                list(access.allowed_domains) if network == "allowlist" else None
+            ),
+            "outbound_cidr_allowlist": (
+                list(access.allowed_cidrs) if network == "allowlist" else None
+            ),
+            "secrets": secret_names,
             "env_names": sorted(env), "mounts": mounts,
             "monitor": None, "terminated_at": None, "finish": None,
         }  # fmt: skip
@@ -361,19 +371,24 @@ class ControlPlane(ModalClientBase):
             )
         )
 
-    def _env(self, secret_ids: Any, sources: Any) -> dict[str, str]:
+    def _env(self, secret_ids: Any, sources: Any) -> tuple[dict[str, str], list[str]]:
+        """The sandbox's environment from its Secrets and `env`, in order; and the named
+        Secrets' names."""
         env: dict[str, str] = {}
-        seen = set()
+        names: list[str] = []
         for source in sources:
             if source.secret_id:
-                seen.add(source.secret_id)
-                env.update(self.cloud.secret_by_id(source.secret_id)["env"])
+                record = self.cloud.secret_by_id(source.secret_id)
+                env.update(record["env"])
+                names.append(record["name"])
             else:
                 env.update(dict(source.env.contents))
         for secret_id in secret_ids:
-            if secret_id not in seen:
-                env.update(self.cloud.secret_by_id(secret_id)["env"])
-        return env
+            record = self.cloud.secret_by_id(secret_id)
+            if record["name"] not in names:
+                env.update(record["env"])
+                names.append(record["name"])
+        return env, names
 
     def _router_access(self, task_id: str) -> api_pb2.CommandRouterAccess:
         jwt = self.issuer.issue(task_id=task_id)

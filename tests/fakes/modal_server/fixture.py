@@ -67,10 +67,11 @@ class ModalTestServer:
             raise TypeError(f"unknown knobs {sorted(unknown)}; known: {sorted(asdict(Knobs()))}")
         return self.cloud.configure(**knobs)
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> dict[str, Any]:
         """Server-side counts: sandboxes `created`, creations `refused` (RESOURCE_EXHAUSTED sent),
         the most creations in any one-second window (`max_per_1s`), the most sandboxes starting at
-        once (`peak_starting`), and sandboxes whose container is running (`alive`)."""
+        once (`peak_starting`), sandboxes whose container is running (`alive`), and `ready_delays`
+        (seconds from each creation to its sandbox's first exec/snapshot call that got through)."""
         cloud = self.cloud
         return {**cloud.counters(), "alive": cloud.alive_sandboxes()}
 
@@ -78,6 +79,7 @@ class ModalTestServer:
         with self.cloud.control() as state:
             state["counters"] = dict(ZERO_COUNTERS)
             state["creations"] = []
+            state["ready_delays"] = []
 
     def stop(self) -> None:
         if self.process.poll() is None:

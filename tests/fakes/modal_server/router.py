@@ -52,6 +52,7 @@ class Router(TaskCommandRouterBase):
         self.issuer = issuer
         self.stdin: dict[tuple[str, str], Stdin] = {}
         self.snapshots: dict[str, str] = {}
+        self.ready_seen: set[str] = set()
 
     async def _recv(self, stream: RpcStream) -> Any:
         request = await stream.recv_message()
@@ -71,6 +72,9 @@ class Router(TaskCommandRouterBase):
     async def _ready(self, task_id: str) -> tuple[Path, dict[str, Any]]:
         folder, meta = self._sandbox(task_id)
         await containers.wait_ready(folder, meta)
+        if meta["id"] not in self.ready_seen:
+            self.ready_seen.add(meta["id"])
+            self.cloud.record_ready(time.time() - meta["created_at"])
         return folder, meta
 
     # -- exec -----------------------------------------------------------------------------------

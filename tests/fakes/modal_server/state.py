@@ -5,7 +5,8 @@ and a server restarted on the same root finds every object again:
 
     root/server.json             knobs: start_latency_s, create_rate_per_s, max_starting
     root/control.json            flock'd: creations in the last second, sandboxes still starting,
-                                 counters (created, refused, max per 1 s window, peak starting)
+                                 counters (created, refused, max per 1 s window, peak starting),
+                                 ready delays (creation to the first call that got through)
     root/sandboxes/<sb-id>/      meta.json, root/ (the container's /), ctl/ (agent socket, exec
                                  outputs, env.json), launch.log
     root/images/<im-id>/rootfs/  an image: what its containers find at / (plus the host's /usr)
@@ -144,9 +145,14 @@ class Cloud:
         with self.control() as state:
             state["starting"].pop(sandbox_id, None)
 
-    def counters(self) -> dict[str, int]:
+    def record_ready(self, delay_s: float) -> None:
+        """A sandbox's first call got through: how long after its creation."""
         with self.control() as state:
-            return dict(state["counters"])
+            state.setdefault("ready_delays", []).append(round(delay_s, 4))
+
+    def counters(self) -> dict[str, Any]:
+        with self.control() as state:
+            return {**state["counters"], "ready_delays": list(state.get("ready_delays", []))}
 
     # -- apps ---------------------------------------------------------------------------------
 
