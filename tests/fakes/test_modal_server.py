@@ -164,11 +164,14 @@ def test_exec_env_and_workdir(sandbox: modal.Sandbox):
     assert (stdout, code) == ("y\n/root\n", 0)
 
 
-def test_an_exec_past_its_timeout_reports_minus_one(sandbox: modal.Sandbox):
+def test_an_exec_past_its_timeout_is_killed_and_reports_minus_one(sandbox: modal.Sandbox):
     started = time.monotonic()
-    process = sandbox.exec("sleep", "30", timeout=1)
+    process = sandbox.exec("sh", "-c", "sleep 2; touch /tmp/survived", timeout=1)
     assert process.wait() == -1
     assert time.monotonic() - started < 10
+    time.sleep(2)
+    with pytest.raises(errors.SandboxFilesystemNotFoundError):
+        sandbox.filesystem.stat("/tmp/survived")
 
 
 # -- filesystem -----------------------------------------------------------------------------------

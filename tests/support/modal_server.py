@@ -17,14 +17,19 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.fakes.modal_server.fixture import ModalTestServer, host_problem, running_modal_server
+if TYPE_CHECKING:
+    from tests.fakes.modal_server.fixture import ModalTestServer
 
 
 @pytest.fixture(scope="session")
 def modal_server() -> Iterator[ModalTestServer]:
+    # Imported here: every session loads this plugin, few use the server.
+    from tests.fakes.modal_server.fixture import ModalTestServer, host_problem, running_modal_server
+
     problem = host_problem()
     if problem:
         pytest.skip(f"Modal test server unavailable: {problem}")
