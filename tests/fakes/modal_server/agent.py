@@ -1,49 +1,38 @@
-"""The in-container agent of the fake Modal (tests/fakes/modal_fake.py): pid 1 of a sandbox.
+"""The in-container agent of the Modal test server (tests/fakes/modal_server): pid 1 of a sandbox.
 
 Standard library only; it runs inside the sandbox's bubblewrap namespaces with /usr/bin/python3, the
-way Modal's own container agent serves `exec` and the filesystem tools inside a real sandbox. It
-listens on /__modal/agent.sock; each connection carries one JSON request line:
+way Modal's own worker serves `exec` inside a real sandbox (the SDK's filesystem API is itself
+exec'd: /__modal/.bin/modal-sandbox-fs-tools, see fs_tools.py). It listens on /__modal/agent.sock;
+each connection carries one JSON request line:
 
     {"op": "exec", "id": "e1", "argv": [...], "env": {...}, "workdir": "/repo", "timeout": 5,
      "stdout": true, "stderr": true}
         -> {"ok": true, "pid": N}; output in procs/<id>.out and .err, the exit status in
-           procs/<id>.rc (code, 128 + signal, or -1 when the exec deadline killed it)
-    {"op": "stat" | "list" | "mkdir" | "remove", "path": ...}  -> {"ok": true, ...}
-    {"op": "read", "path": ...}              -> {"ok": true, "size": N} then the raw bytes
-    {"op": "write", "path": ...} + raw bytes -> {"ok": true, "bytes": N}
+           procs/<id>.rc (code, 128 + signal, or -1 when the exec deadline killed it); the
+           process's stdin is a pipe the agent holds open until a "stdin" request closes it
+    {"op": "stdin", "id": "e1", "eof": true} + raw bytes until the connection's end
+        -> {"ok": true, "bytes": N}: the bytes went into the process's stdin (closed when eof)
 
-Errors answer {"ok": false, "kind": "NotFound" | "NotDirectory" | "IsDirectory" | ... | "Other",
-"message": ...}. Paths are the container's: symlinks resolve inside the sandbox, exactly as in a
-real container. The agent reaps every process (it is pid 1) and, when the sandbox's timeout passes,
-kills everything and exits, which ends the sandbox.
+Errors answer {"ok": false, "kind": "NotFound" | "Closed" | "Other", "message": ...}. The agent
+reaps every process (it is pid 1) and, when the sandbox's timeout passes, kills everything and
+exits, which ends the sandbox.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import signal
 import socket
-import stat
 import sys
 import threading
 import time
+from typing import Any, BinaryIO
 
 SOCKET = "/__modal/agent.sock"
 PROCS = "/__modal/procs"
 CHUNK = 1 << 16
-KINDS = {
-    errno.ENOENT: "NotFound",
-    errno.ENOTDIR: "NotDirectory",
-    errno.EISDIR: "IsDirectory",
-    errno.EACCES: "PermissionDenied",
-    errno.EPERM: "PermissionDenied",
-    errno.EEXIST: "AlreadyExists",
-    errno.ENOTEMPTY: "DirectoryNotEmpty",
-}
-TYPES = {stat.S_IFDIR: "directory", stat.S_IFLNK: "symlink"}
 
 
 class Processes:
@@ -54,10 +43,13 @@ class Processes:
         self.ids: dict[int, str] = {}
         self.early: dict[int, int] = {}  # reaped before their spawn was registered
         self.timed_out: set[int] = set()
+        self.stdin: dict[str, int] = {}  # exec id -> write end of its stdin pipe
+        self.stdin_locks: dict[str, threading.Lock] = {}
 
-    def spawn(self, request: dict) -> int:
+    def spawn(self, request: dict[str, Any]) -> int:
         exec_id = str(request["id"])
-        actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
+        read_end, write_end = os.pipe()
+        actions: list[Any] = [(os.POSIX_SPAWN_DUP2, read_end, 0)]  # both ends are close-on-exec
         for fd, name in ((1, "stdout"), (2, "stderr")):
             target = f"{PROCS}/{exec_id}.{name[3:]}" if request.get(name, True) else os.devnull
             actions.append((os.POSIX_SPAWN_OPEN, fd, target, os.O_WRONLY | os.O_CREAT, 0o600))
@@ -68,7 +60,15 @@ class Processes:
         workdir = request.get("workdir") or "/"
         argv = ["/bin/sh", "-c", 'cd -- "$0" || exit 126; exec "$@"', workdir, *request["argv"]]
         with self.lock:
-            pid = os.posix_spawn("/bin/sh", argv, env, file_actions=actions, setpgroup=0)
+            try:
+                pid = os.posix_spawn(
+                    "/bin/sh", argv, env, file_actions=actions, setpgroup=0,
+                    setsigdef=(signal.SIGPIPE,),
+                )  # fmt: skip
+            finally:
+                os.close(read_end)
+            self.stdin[exec_id] = write_end
+            self.stdin_locks[exec_id] = threading.Lock()
             if pid in self.early:
                 self.finish(exec_id, self.early.pop(pid), timed_out=False)
             else:
@@ -105,14 +105,45 @@ class Processes:
                 self.timed_out.discard(pid)
                 self.finish(exec_id, status, timed_out=timed_out)
 
-    @staticmethod
-    def finish(exec_id: str, status: int, *, timed_out: bool) -> None:
+    def write_stdin(self, exec_id: str, reader: BinaryIO, eof: bool) -> int:
+        """Copy the connection's bytes into the process's stdin; close it when `eof`."""
+        with self.lock:
+            lock = self.stdin_locks.get(exec_id)
+        if lock is None:
+            raise LookupError(f"no exec {exec_id}")
+        total = 0
+        with lock:
+            fd = self.stdin.get(exec_id)
+            if fd is None:
+                raise EOFError(f"stdin of exec {exec_id} is closed")
+            try:
+                while chunk := reader.read1(CHUNK):  # type: ignore[attr-defined]
+                    view = memoryview(chunk)
+                    while view:
+                        written = os.write(fd, view)
+                        view = view[written:]
+                        total += written
+            finally:
+                if eof:
+                    self.stdin.pop(exec_id, None)
+                    os.close(fd)
+        return total
+
+    def finish(self, exec_id: str, status: int, *, timed_out: bool) -> None:
         if timed_out:
             code = -1
         elif os.WIFEXITED(status):
             code = os.WEXITSTATUS(status)
         else:
             code = 128 + os.WTERMSIG(status)
+        lock = self.stdin_locks.get(exec_id)
+        if lock is not None and lock.acquire(blocking=False):
+            try:  # nobody is writing: the process can read no more of its stdin
+                fd = self.stdin.pop(exec_id, None)
+                if fd is not None:
+                    os.close(fd)
+            finally:
+                lock.release()
         tmp = f"{PROCS}/.{exec_id}.rc"
         with open(tmp, "w") as handle:
             handle.write(str(code))
@@ -124,38 +155,22 @@ def base_env() -> dict[str, str]:
         return dict(json.load(handle))
 
 
-def file_info(path: str, name: str | None = None) -> dict:
-    info = os.lstat(path)
-    kind = TYPES.get(stat.S_IFMT(info.st_mode), "file")
-    return {
-        "name": name if name is not None else os.path.basename(path.rstrip("/")) or "/",
-        "path": path,
-        "type": kind,
-        "size": info.st_size,
-        "mode": info.st_mode,
-        "permissions": stat.filemode(info.st_mode),
-        "owner": str(info.st_uid),
-        "group": str(info.st_gid),
-        "modified_time": info.st_mtime,
-        "symlink_target": os.readlink(path) if kind == "symlink" else None,
-    }
-
-
 def handle(conn: socket.socket, processes: Processes) -> None:
     reader = conn.makefile("rb")
     try:
         request = json.loads(reader.readline())
         op = request["op"]
-        if op == "read":
-            send_file(conn, request["path"])
-            return
-        if op == "write":
-            reply(conn, {"ok": True, "bytes": receive_file(reader, request["path"])})
-            return
-        reply(conn, {"ok": True, **answer(op, request, processes)})
-    except OSError as error:
-        kind = KINDS.get(error.errno or 0, "Other")
-        reply(conn, {"ok": False, "kind": kind, "message": error.strerror or str(error)})
+        if op == "exec":
+            reply(conn, {"ok": True, "pid": processes.spawn(request)})
+        elif op == "stdin":
+            total = processes.write_stdin(str(request["id"]), reader, bool(request.get("eof")))
+            reply(conn, {"ok": True, "bytes": total})
+        else:
+            raise ValueError(f"unknown op {op!r}")
+    except LookupError as error:
+        reply(conn, {"ok": False, "kind": "NotFound", "message": str(error)})
+    except (EOFError, BrokenPipeError) as error:
+        reply(conn, {"ok": False, "kind": "Closed", "message": str(error)})
     except Exception as error:
         reply(conn, {"ok": False, "kind": "Other", "message": repr(error)})
     finally:
@@ -163,71 +178,9 @@ def handle(conn: socket.socket, processes: Processes) -> None:
         conn.close()
 
 
-def answer(op: str, request: dict, processes: Processes) -> dict:
-    path = request.get("path", "")
-    if op == "exec":
-        return {"pid": processes.spawn(request)}
-    if op == "stat":
-        return {"info": file_info(path)}
-    if op == "list":
-        with os.scandir(path) as entries:
-            names = sorted(entry.name for entry in entries)
-        return {"entries": [file_info(os.path.join(path, n), n) for n in names]}
-    if op == "mkdir":
-        if request.get("parents", True):
-            os.makedirs(path, exist_ok=True)
-        else:
-            os.mkdir(path)
-        return {}
-    if op == "remove":
-        remove(path, bool(request.get("recursive")))
-        return {}
-    raise ValueError(f"unknown op {op!r}")
-
-
-def remove(path: str, recursive: bool) -> None:
-    if os.path.isdir(path) and not os.path.islink(path):
-        if recursive:
-            for top, dirs, files in os.walk(path, topdown=False):
-                for name in files:
-                    os.unlink(os.path.join(top, name))
-                for name in dirs:
-                    child = os.path.join(top, name)
-                    (os.unlink if os.path.islink(child) else os.rmdir)(child)
-        os.rmdir(path)
-    else:
-        os.unlink(path)
-
-
-def reply(conn: socket.socket, payload: dict) -> None:
+def reply(conn: socket.socket, payload: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):
         conn.sendall(json.dumps(payload).encode() + b"\n")
-
-
-def send_file(conn: socket.socket, path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError(errno.EISDIR, "Is a directory")
-        os.set_blocking(fd, True)
-        reply(conn, {"ok": True, "size": info.st_size})
-        while chunk := os.read(fd, CHUNK):
-            conn.sendall(chunk)
-    finally:
-        os.close(fd)
-
-
-def receive_file(reader, path: str) -> int:
-    parent = os.path.dirname(path)
-    if parent:
-        os.makedirs(parent, exist_ok=True)
-    total = 0
-    with open(path, "wb") as handle:
-        while chunk := reader.read1(CHUNK):
-            handle.write(chunk)
-            total += len(chunk)
-    return total
 
 
 def serve(processes: Processes) -> None:
