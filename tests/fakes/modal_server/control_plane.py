@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from google.protobuf import empty_pb2
 from grpclib import GRPCError, Status
 from grpclib.server import Stream
 from modal_proto import api_pb2
@@ -182,6 +183,11 @@ class ControlPlane(ModalClientBase):
         req = await self._recv(stream)
         self.cloud.publish(req.tag, req.image_id)
         await stream.send_message(api_pb2.ImagePublishResponse())
+
+    async def ImageNameDelete(self, stream: RpcStream) -> None:
+        req = await self._recv(stream)
+        self.cloud.unpublish(req.tag)
+        await stream.send_message(empty_pb2.Empty())
 
     # -- secrets ------------------------------------------------------------------------------
 

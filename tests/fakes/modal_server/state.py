@@ -238,6 +238,13 @@ class Cloud:
         tmp.write_text(image_id)
         tmp.replace(target)
 
+    def unpublish(self, tag: str) -> None:
+        """The name goes; the image stays (as on Modal: `modal image names delete`)."""
+        try:
+            self.published_path(tag).unlink()
+        except FileNotFoundError:
+            raise GRPCError(Status.NOT_FOUND, f"Image '{tag}' not found") from None
+
     def image_by_tag(self, tag: str) -> str:
         try:
             return self.published_path(tag).read_text()

@@ -32,6 +32,8 @@ async def kit(
     reason = skip_reason(name)
     if reason:
         pytest.skip(f"{name} provider unavailable: {reason}")
+    if name == "modal":
+        request.getfixturevalue("modal_server")  # the real SDK talks to it
     yield await build_kit(name, tmp_path_factory.mktemp(f"kit-{name}"))
 
 

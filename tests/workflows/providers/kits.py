@@ -1,8 +1,8 @@
 """Providers under test, one "kit" each: how to make the provider, a built image, a world.
 
-The conformance suite runs once per entry of KIT_MAKERS. To put another provider through it (the
-Modal fake, say), add a maker: it gets a fresh base folder and returns a factory of provider
-instances, all over the same state, so `attach` can be tested from a fresh instance.
+The conformance suite runs once per entry of KIT_MAKERS. To put another provider through it, add
+a maker: it gets a fresh base folder and returns a factory of provider instances, all over the same
+state, so `attach` can be tested from a fresh instance.
 """
 
 from __future__ import annotations
@@ -43,29 +43,30 @@ def _process(base: Path) -> ProviderFactory:
     return lambda: ProcessProvider(base / "sandboxes", base / "images", allowed=True)
 
 
-def _modal_fake(base: Path) -> ProviderFactory:
-    """The `modal` provider against tests/fakes/modal_fake.py (real local containers)."""
-    from tests.fakes.modal_fake import FakeModal
+def _modal(base: Path) -> ProviderFactory:
+    """The `modal` provider on the real `modal` SDK, talking to the session's Modal test server
+    (tests/fakes/modal_server: the `modal_server` fixture must be running)."""
+    import modal
+
     from workflows.providers.modal import ModalConfig, ModalProvider
 
     def make() -> SandboxProvider:
-        cloud = FakeModal(base / "modal-cloud", start_latency_s=0.05)
         config = ModalConfig(app_name="evalbot-tests", spool_dir=base / "spool")
-        return ModalProvider(cloud, config)
+        return ModalProvider(modal, config)
 
     return make
 
 
-KIT_MAKERS: dict[str, KitMaker] = {"local": _local, "process": _process, "modal-fake": _modal_fake}
+KIT_MAKERS: dict[str, KitMaker] = {"local": _local, "process": _process, "modal": _modal}
 
 
 def skip_reason(name: str) -> str | None:
     if name == "local":
         return host_problem(CGROUP_ROOT)
-    if name == "modal-fake":
-        from tests.fakes.modal_fake import host_problem as modal_fake_problem
+    if name == "modal":
+        from tests.fakes.modal_server.fixture import host_problem as modal_server_problem
 
-        return modal_fake_problem()
+        return modal_server_problem()
     return None
 
 

@@ -151,6 +151,7 @@ class ModalImageBuilder:
         self.provider = provider
         self.sdk = provider.sdk
         self._locks: dict[str, asyncio.Lock] = {}
+        self._built: dict[str, str] = {}  # name -> reference with its origin, built here
         self.builds = 0  # images this instance built (tests read it)
         self.resets = 0  # of which were resets from a prewarmed image
 
@@ -170,15 +171,16 @@ class ModalImageBuilder:
         source = checked_source(source_repo)
         sha = await resolve_commit(source, commit)
         name = modal_image_name(source, sha)
-        if await self.exists(name):
-            return name
+        if name in self._built or await self.exists(name):
+            return self._built.get(name, name)
         async with self._locks.setdefault(name, asyncio.Lock()):
-            if await self.exists(name):
-                return name
+            if name in self._built or await self.exists(name):
+                return self._built.get(name, name)
             started = time.monotonic()
             plan = await plan_build(source, sha, self.prewarmed)
             origin = await self._build_planned(source, sha, setup, name, plan)
-        return with_origin(name, origin(time.monotonic() - started))
+            self._built[name] = with_origin(name, origin(time.monotonic() - started))
+        return self._built[name]
 
     async def prewarmed(self, source: Path, sha: str) -> bool:
         return await self.exists(prewarm_image_name(source, sha))
