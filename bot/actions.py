@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import SecretStr
@@ -24,7 +24,7 @@ from bot import composition
 from bot.app import build_service
 from bot.github.github_client import GitHubClients
 from bot.launcher import TemporalLauncher
-from bot.service import Outcome
+from bot.service import EVAL_LABEL_PREFIX, Outcome
 from bot.webhooks.routes import build_router
 from bot.webhooks.routing import Event, Router
 from workflows.catalog.models import ExperimentSpec
@@ -152,6 +152,28 @@ class JobResult:
         return "\n".join(lines) + "\n"
 
 
+def job_events(event: Event) -> list[Event]:
+    """The deliveries this job handles for `event`: the event itself, except that an added
+    `eval:` label stands for every `eval:` label on the PR (the added one first). A new label's
+    job cancels the PR's running job (one concurrency group per PR), so it starts again what that
+    one ran; each label goes through the webhook app's route and trust checks as its own delivery,
+    and starting a dataset that already runs on this head is a no-op."""
+    added = event.payload.get("label") or {}
+    if (event.name, event.action) != ("pull_request", "labeled") or not isinstance(added, dict):
+        return [event]
+    name = str(added.get("name") or "")
+    if not name.startswith(EVAL_LABEL_PREFIX):
+        return [event]
+    pull = event.payload.get("pull_request") or {}
+    on_pull = [str(label.get("name") or "") for label in pull.get("labels") or []
+               if isinstance(label, dict)]  # fmt: skip
+    others = [n for n in dict.fromkeys(on_pull) if n.startswith(EVAL_LABEL_PREFIX) and n != name]
+    return [event] + [
+        replace(event, payload={**event.payload, "label": {**added, "name": other}})
+        for other in others
+    ]
+
+
 async def handle_event(
     settings: Settings,
     store: Store,
@@ -162,13 +184,18 @@ async def handle_event(
     """Handle one event as the webhook app would, then run what it started to the end.
 
     PayloadError (bad event) propagates; `stop` set = the job is being cancelled."""
-    handlers, skipped = build_router().select(event)
-    if not handlers:
-        return JobResult([Outcome("ignored", "; ".join(skipped))])
+    router = build_router()
+    selected = [(one, *router.select(one)) for one in job_events(event)]
+    if not any(handlers for _, handlers, _ in selected):
+        return JobResult([Outcome("ignored", "; ".join(selected[0][2]))])
     job = JobEngine(settings, store)
     try:
         service = build_service(settings, job, clients, store)
-        outcomes = await Router.run(handlers, event, service)
+        outcomes: list[Outcome] = []
+        for one, handlers, _ in selected:
+            outcomes += await Router.run(handlers, one, service)
+            if any(o.action == "refused" for o in outcomes):
+                break  # the labeler may not, or the fork is unapproved: one reply is enough
         return JobResult(outcomes, await job.wait(stop or asyncio.Event()))
     finally:
         await job.aclose()

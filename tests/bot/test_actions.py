@@ -41,6 +41,9 @@ def catalog(tmp_path: Path) -> Path:
             shutil.rmtree(case)
     toml = dataset / "dataset.toml"
     toml.write_text(toml.read_text().replace("default_trials = 2", "default_trials = 1"))
+    other = root / "datasets" / "tiny-b"
+    shutil.copytree(dataset, other)
+    (other / "dataset.toml").write_text(toml.read_text().replace('"tiny"', '"tiny-b"', 1))
     return root
 
 
@@ -98,9 +101,9 @@ def run_job(
     return CliRunner().invoke(action_command, [], obj=settings, env=env), summary
 
 
-def reports(github: FakeGitHub, pr: int) -> list[dict[str, Any]]:
+def reports(github: FakeGitHub, pr: int, dataset: str = "tiny") -> list[dict[str, Any]]:
     mine = [c for c in github.comments_on(REPO, pr) if c["user"]["login"] == ACTIONS_BOT_LOGIN]
-    return [c for c in mine if c["body"].startswith(marker("tiny"))]
+    return [c for c in mine if c["body"].startswith(marker(dataset))]
 
 
 def experiments(address: str, prefix: str) -> list[str]:
@@ -133,34 +136,66 @@ def test_an_eval_comment_runs_in_the_job_and_leaves_the_final_sticky_report(
     assert f"`{experiment_id}`: done" in summary.read_text()
 
 
-def test_a_label_runs_its_dataset_and_a_push_reruns_it_for_the_new_head(
+def test_a_label_runs_the_prs_labelled_datasets_and_a_push_runs_them_for_the_new_head(
     tmp_path: Path, job_settings: Settings, github: FakeGitHub, agent_repo: AgentRepo, pr: int
 ) -> None:
+    """`eval:tiny` is added while `eval:tiny-b` is on: this job cancelled the PR's running job
+    (its concurrency group), so it runs both."""
     github.set_permission(REPO, "Codertocat", "write")
-    labelled = pull_event("labeled", label="eval:tiny", labels=["eval:tiny"])
-    labelled["pull_request"] = serve_pull(github, agent_repo, pr, labels=["eval:tiny"])
+    labels = ["eval:tiny-b", "bug", "eval:tiny"]
+    labelled = pull_event("labeled", label="eval:tiny", labels=labels)
+    labelled["pull_request"] = serve_pull(github, agent_repo, pr, labels=labels)
     labelled["number"] = pr
 
     first, _ = run_job(tmp_path, job_settings, github, "pull_request", labelled)
     assert first.exit_code == 0, first.output
-    (report,) = reports(github, pr)
-    assert f"**head** ({agent_repo.head[:7]})" in report["body"]
+    head = agent_repo.head[:12]
+    assert json.loads(first.output)["experiments"] == {
+        f"gh/{REPO}/pr{pr}/tiny/{head}": "done",
+        f"gh/{REPO}/pr{pr}/tiny-b/{head}": "done",
+    }
+    for dataset in ("tiny", "tiny-b"):
+        (report,) = reports(github, pr, dataset)
+        assert f"**head** ({agent_repo.head[:7]})" in report["body"]
 
     (agent_repo.path / "NOTES.md").write_text("a new push\n")
     new_head = commit_all(agent_repo.path, "a new push")
-    push = pull_event("synchronize", labels=["eval:tiny"])
-    push["pull_request"] = serve_pull(
-        github, agent_repo, pr, head_sha=new_head, labels=["eval:tiny"]
-    )
+    push = pull_event("synchronize", labels=labels)
+    push["pull_request"] = serve_pull(github, agent_repo, pr, head_sha=new_head, labels=labels)
     push["number"] = pr
     second, _ = run_job(tmp_path, job_settings, github, "pull_request", push)
 
     assert second.exit_code == 0, second.output
     assert json.loads(second.output)["experiments"] == {
-        f"gh/{REPO}/pr{pr}/tiny/{new_head[:12]}": "done"
+        f"gh/{REPO}/pr{pr}/tiny/{new_head[:12]}": "done",
+        f"gh/{REPO}/pr{pr}/tiny-b/{new_head[:12]}": "done",
     }
-    (report,) = reports(github, pr)  # the same sticky comment, now for the new head
-    assert f"**head** ({new_head[:7]})" in report["body"] and "| criterion |" in report["body"]
+    for dataset in ("tiny", "tiny-b"):
+        (report,) = reports(github, pr, dataset)  # the same sticky comment, for the new head
+        assert f"**head** ({new_head[:7]})" in report["body"]
+        assert "| criterion |" in report["body"]
+
+
+def test_a_label_added_by_someone_without_write_access_gets_one_reply(
+    tmp_path: Path,
+    job_settings: Settings,
+    github: FakeGitHub,
+    agent_repo: AgentRepo,
+    pr: int,
+    temporal_server: DevServer,
+) -> None:
+    labels = ["eval:tiny-b", "eval:tiny"]
+    labelled = pull_event("labeled", label="eval:tiny", labels=labels, sender="eve")
+    labelled["pull_request"] = serve_pull(github, agent_repo, pr, labels=labels)
+    labelled["number"] = pr
+
+    result, _ = run_job(tmp_path, job_settings, github, "pull_request", labelled)
+
+    assert result.exit_code == 0, result.output
+    assert [o["action"] for o in json.loads(result.output)["outcomes"]] == ["refused"]
+    assert experiments(temporal_server.address, f"gh/{REPO}/pr{pr}/") == []
+    (reply,) = github.comments_on(REPO, pr)
+    assert "@eve" in reply["body"] and "write access" in reply["body"]
 
 
 def test_a_push_without_an_eval_label_runs_nothing(
