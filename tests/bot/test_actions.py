@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -260,3 +265,54 @@ def test_the_workflow_token_and_api_url_are_used_only_when_nothing_else_is_set()
     app = Settings(github={"app_id": "7", "api_url": "https://own.example"})
     kept = actions_settings(app, {**actions_env, "EVALBOT_GITHUB_API_URL": "https://own.example"})
     assert kept.github.token is None and kept.github.api_url == "https://own.example"
+
+
+def test_a_cancelled_job_on_its_embedded_engine_cancels_its_experiment_and_says_so(
+    tmp_path: Path, github: FakeGitHub, catalog: Path, agent_repo: AgentRepo, pr: int
+) -> None:
+    """As in a workflow: `evalbot action` as a process, settings from the environment, no
+    EVALBOT_TEMPORAL_ADDRESS (so it starts its own dev server). The runner cancels a job with
+    SIGINT (then SIGTERM 7.5 s later, SIGKILL 2.5 s after that): the job cancels its experiment,
+    whose report says so, and ends."""
+    github.add_token(TOKEN, ACTIONS_BOT_LOGIN)
+    serve_pull(github, agent_repo, pr)
+    payload = pr_comment("/eval tiny --trials 1 --set sleep_s=120")
+    payload["issue"]["number"] = pr
+    payload["comment"]["id"] = github.add_comment(REPO, pr, payload["comment"]["body"], "x")["id"]
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps(payload))
+    env = {name: value for name, value in os.environ.items() if not name.startswith("EVALBOT_")}
+    env |= {
+        "EVALBOT_DATA_DIR": str(tmp_path / "evalbot"),
+        "EVALBOT_CATALOG_ROOT": str(catalog),
+        "EVALBOT_PROVIDER": "process",
+        "EVALBOT_ALLOW_PROCESS_PROVIDER": "true",
+        "EVALBOT_GITHUB_CHECK_RUNS": "false",
+        "GITHUB_EVENT_NAME": "issue_comment",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_API_URL": github.base_url,
+        "GITHUB_TOKEN": TOKEN,
+    }
+    job = subprocess.Popen(
+        [sys.executable, "-m", "bot", "action"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not reports(github, pr):  # queued: the job's engine and worker are up
+            assert job.poll() is None, job.communicate()[0].decode()
+            assert time.monotonic() < deadline, "the job posted no report"
+            time.sleep(0.1)
+        job.send_signal(signal.SIGINT)
+        output = job.communicate(timeout=60)[0].decode()  # ~9 s here; timing is not the point
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == 0, output
+    (report,) = reports(github, pr)
+    assert "**Cancelled**" in report["body"], report["body"]
+    experiment_id = f"gh/{REPO}/pr{pr}/tiny/{agent_repo.head[:12]}"
+    assert json.loads(output[output.index("{") :])["experiments"] == {experiment_id: "cancelled"}
+    assert TOKEN not in output
