@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import SecretStr
-from temporalio.client import WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError
 
 from bot import composition
 from bot.app import build_service
@@ -109,14 +109,17 @@ class JobEngine:
         client = await launcher.client()
         waits = {i: asyncio.ensure_future(_ending(client, i)) for i in dict.fromkeys(self.launched)}
         stopping = asyncio.ensure_future(stop.wait())
-        await asyncio.wait([stopping, *waits.values()], return_when=asyncio.FIRST_COMPLETED)
-        if stop.is_set():
+        pending: set[asyncio.Future[Any]] = set(waits.values())
+        while pending and not stop.is_set():
+            _, pending = await asyncio.wait(
+                {stopping, *pending}, return_when=asyncio.FIRST_COMPLETED
+            )
+            pending.discard(stopping)
+        stopping.cancel()
+        if pending:  # the job is being cancelled
             for experiment_id in waits:
                 await launcher.cancel(experiment_id)
-            await asyncio.wait(waits.values(), timeout=CANCEL_GRACE_S)
-        else:
-            await asyncio.wait(waits.values())
-        stopping.cancel()
+            await asyncio.wait(pending, timeout=CANCEL_GRACE_S)
         ended = {}
         for experiment_id, task in waits.items():
             ended[experiment_id] = task.result() if task.done() else "cancelled"
@@ -127,12 +130,14 @@ class JobEngine:
         await self._stack.aclose()
 
 
-async def _ending(client: Any, experiment_id: str) -> str:
+async def _ending(client: Client, experiment_id: str) -> str:
     try:
         progress = await engine.wait_for(client, experiment_id)
     except WorkflowFailureError as error:
         return f"failed: {reason_of(error)}"
-    return "cancelled" if progress.cancelled and not progress.scored else "done"
+    if progress.stopped_by_budget:
+        return "stopped by budget"
+    return "cancelled" if progress.cancelled else "done"
 
 
 @dataclass
