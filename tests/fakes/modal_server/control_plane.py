@@ -94,7 +94,19 @@ class ControlPlane(ModalClientBase):
         check_token(stream.metadata or {})
         if v2:
             check_auth_token(self.issuer, stream.metadata or {})
-        return await stream.recv_message()
+        request = await stream.recv_message()
+        self._inject_fault(stream, request)
+        return request
+
+    def _inject_fault(self, stream: RpcStream, request: Any) -> None:
+        faults = self.cloud.knobs().faults
+        if not faults:
+            return
+        rpc = str(getattr(stream, "_method_name", "")).rpartition("/")[2]
+        names = [getattr(request, field, "") for field in ("deployment_name", "tag", "sandbox_id")]
+        for key in (rpc, *(f"{rpc}:{name}" for name in names if name)):
+            if key in faults:
+                raise GRPCError(Status.PERMISSION_DENIED, faults[key])
 
     # -- client, apps -------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ import re
 import secrets as random_tokens
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,10 @@ class Knobs:
     start_latency_s: float = 0.0
     create_rate_per_s: float | None = None
     max_starting: int | None = None
+    # injected failures: "RpcName" or "RpcName:object name" -> the message of a PERMISSION_DENIED
+    # (the SDK's PermissionDeniedError, never retried); the object name is the request's
+    # deployment_name, tag or sandbox_id
+    faults: dict[str, str] = field(default_factory=dict)
 
 
 class Cloud:
