@@ -21,6 +21,7 @@ from bot.grammar import StartEval
 from bot.identity import BASE_ARM, HEAD_ARM, experiment_id
 from workflows.catalog.labels import budget_label
 from workflows.catalog.models import ArmSpec, ExperimentSpec
+from workflows.catalog.names import check_name
 from workflows.engine.planning import plan_experiment
 from workflows.experiment_budget import effective_budget
 from workflows.settings import Settings
@@ -52,6 +53,7 @@ class Planner:
     def plan(
         self, pull: PullInfo, request: StartEval, base_sha: str, *, requested_by: str
     ) -> ExperimentSpec:
+        _check_names(request)  # before the dataset's name is joined into a catalog path
         arms = _arms(pull, request, base_sha)
         template = self._template(request, arms)
         spec = template.model_copy(
@@ -105,6 +107,14 @@ def plan_for_pull(
 ) -> ExperimentSpec:
     """One-off planning (no reuse); see `Planner`."""
     return Planner(settings).plan(pull, request, base_sha, requested_by=requested_by)
+
+
+def _check_names(request: StartEval) -> None:
+    """The dataset and case names of a comment or an `eval:<name>` label, checked against the
+    catalog's rule (InvalidNameError, a ValueError, says which)."""
+    check_name("dataset", request.dataset)
+    for selector in request.cases:
+        check_name("case", selector.removeprefix("tag:"))
 
 
 def _arms(pull: PullInfo, request: StartEval, base_sha: str) -> list[ArmSpec]:

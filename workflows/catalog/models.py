@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
+MAX_NAME_LENGTH = 100  # workflows/catalog/names.py: the one check for names from outside
 
 
 class GraderKind(StrEnum):
@@ -34,7 +35,7 @@ class Criterion(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=NAME_PATTERN)
+    name: str = Field(pattern=NAME_PATTERN, max_length=MAX_NAME_LENGTH)
     grader: GraderKind
     weight: float = Field(1.0, gt=0)
     description: str = ""
@@ -68,9 +69,9 @@ class Case(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = Field(pattern=NAME_PATTERN)
+    id: str = Field(pattern=NAME_PATTERN, max_length=MAX_NAME_LENGTH)
     prompt: str = Field(min_length=1)
-    world: str = Field(pattern=NAME_PATTERN)
+    world: str = Field(pattern=NAME_PATTERN, max_length=MAX_NAME_LENGTH)
     tags: tuple[str, ...] = ()
     attachments: tuple[str, ...] = Field((), description="World-relative paths given to the agent.")
     rubric: Rubric
@@ -80,7 +81,7 @@ class Case(BaseModel):
 class Dataset(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=NAME_PATTERN)
+    name: str = Field(pattern=NAME_PATTERN, max_length=MAX_NAME_LENGTH)
     description: str = ""
     default_trials: int = Field(3, ge=1)
     cases: tuple[Case, ...] = Field(min_length=1)
@@ -111,7 +112,7 @@ class World(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=NAME_PATTERN)
+    name: str = Field(pattern=NAME_PATTERN, max_length=MAX_NAME_LENGTH)
     description: str = ""
     path: Path
     version: str
@@ -163,7 +164,7 @@ class ArmSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=NAME_PATTERN)
+    name: str = Field(pattern=NAME_PATTERN, max_length=MAX_NAME_LENGTH)
     ref: str = Field(min_length=1)
     commit: str = Field(pattern=r"^[0-9a-f]{40}$")
     config: dict[str, str] = Field(default_factory=dict)
