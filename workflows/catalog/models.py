@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -49,6 +49,9 @@ class Criterion(BaseModel):
     )
 
 
+SecretGroupName = Annotated[str, Field(pattern=NAME_PATTERN, max_length=MAX_NAME_LENGTH)]
+
+
 class Rubric(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -85,6 +88,29 @@ class Dataset(BaseModel):
     description: str = ""
     default_trials: int = Field(3, ge=1)
     cases: tuple[Case, ...] = Field(min_length=1)
+    secret_groups: tuple[SecretGroupName, ...] = Field(
+        (), description="The secret groups this dataset's agents need (docs/secrets.md)."
+    )
+    fork_safe_secret_groups: tuple[SecretGroupName, ...] = Field(
+        (),
+        description="Those of `secret_groups` an approved fork pull request may receive; runs "
+        "of fork PRs get no other group (docs/secrets.md, 'Fork pull requests').",
+    )
+
+    @model_validator(mode="after")
+    def _fork_safe_are_declared(self) -> Dataset:
+        undeclared = sorted(set(self.fork_safe_secret_groups) - set(self.secret_groups))
+        if undeclared:
+            raise ValueError(
+                f"fork_safe_secret_groups {undeclared} are not in secret_groups; "
+                "list them there too"
+            )
+        return self
+
+    @property
+    def withheld_from_forks(self) -> tuple[str, ...]:
+        """The declared groups a fork PR does not get."""
+        return tuple(g for g in self.secret_groups if g not in self.fork_safe_secret_groups)
 
     def select(self, selectors: list[str] | tuple[str, ...] = ()) -> list[Case]:
         """Cases matching any selector (`ID` or `tag:T`); all cases when none is given."""

@@ -68,3 +68,14 @@ def test_a_dataset_name_over_the_length_limit_fails_with_file_and_field(catalog:
     with pytest.raises(CatalogError) as caught:
         load_dataset(catalog, "tiny")
     assert caught.value.field == "name" and "at most 100" in str(caught.value)
+
+
+def test_fork_safe_groups_must_be_declared_secret_groups(catalog: Path) -> None:
+    manifest = catalog / "datasets/tiny/dataset.toml"
+    manifest.write_text(
+        manifest.read_text()
+        + 'secret_groups = ["llm-keys"]\nfork_safe_secret_groups = ["search"]\n'
+    )
+    with pytest.raises(CatalogError) as caught:
+        load_dataset(catalog, "tiny")
+    assert "['search'] are not in secret_groups" in str(caught.value)
