@@ -4,7 +4,8 @@ which (docs/secrets.md, "Fork pull requests").
 
 End to end from GitHub's real `pull_request` payload (made a fork: head.repo differs from
 base.repo) through the bot's planner, the Temporal dev server, the engine and the local sandbox
-provider: the agent itself reports which secret variables it found in its environment.
+provider: the agent itself reports which secret variables it found in its environment. And over
+the webhook: real `issue_comment.created` deliveries on a fork PR, approved for one SHA.
 """
 
 from __future__ import annotations
@@ -13,15 +14,21 @@ import asyncio
 import shutil
 from pathlib import Path
 
+import pytest
+
 from bot.dashboard.run_outputs import answer_of
 from bot.github.github_types import PullInfo
 from bot.github.report_comment import comment_body
 from bot.grammar import StartEval
 from bot.pr_planning import Planner
 from bot.render import render_markdown
-from tests.bot.payloads import load
+from tests.bot.conftest import Sender
+from tests.bot.payloads import HEAD_SHA, load, pr_comment, pull_json
+from tests.fakes.github_server import FakeGitHub
+from tests.fakes.launcher import FakeLauncher
 from tests.support.agent_repo import TINY_CATALOG
 from tests.support.temporal import engine_settings_for
+from workflows.catalog.labels import SECRET_GROUPS_ALLOWED
 from workflows.catalog.models import ExperimentSpec
 from workflows.engine.devserver import DevServer
 from workflows.engine.repos import commit_all, init_repo
@@ -130,3 +137,34 @@ async def test_a_fork_gets_only_fork_safe_groups_and_the_comment_says_so(
     assert same_answers == ["env: FORK_OK_KEY,PRIVATE_KEY"] * 2
     assert DECISION in fork_comment
     assert "secrets:" not in same_comment
+
+
+@pytest.fixture
+def bot_settings(bot_settings: Settings, tmp_path: Path) -> Settings:
+    return bot_settings.with_changes(catalog_root=catalog_with_secrets(tmp_path / "catalog"))
+
+
+def test_an_approved_fork_comment_starts_a_spec_limited_to_fork_safe_groups(
+    sender: Sender, github: FakeGitHub, launcher: FakeLauncher
+) -> None:
+    github.add_pull(pull_json(fork=True))
+    approve = sender.deliver("issue_comment", pr_comment(f"/eval approve {HEAD_SHA[:7]}"))
+    assert approve.json()["action"] == "approved"
+    started = sender.deliver("issue_comment", pr_comment("/eval tiny --trials 1"))
+    assert started.json()["action"] == "started"
+    spec = launcher.experiments[started.json()["experiments"][0]].spec
+    assert spec.labels[SECRET_GROUPS_ALLOWED] == "fork-ok"
+    assert DECISION in comment_body(spec, "report")
+
+    github.add_pull(pull_json(fork=True, head_sha="1" * 40))  # a push: the approval lapses
+    again = sender.deliver("issue_comment", pr_comment("/eval tiny --trials 1"))
+    assert again.json()["action"] == "refused"
+
+
+def test_a_same_repository_comment_starts_an_unrestricted_spec(
+    sender: Sender, launcher: FakeLauncher
+) -> None:
+    started = sender.deliver("issue_comment", pr_comment("/eval tiny --trials 1"))
+    spec = launcher.experiments[started.json()["experiments"][0]].spec
+    assert SECRET_GROUPS_ALLOWED not in spec.labels
+    assert "secrets:" not in comment_body(spec, "report")
