@@ -96,7 +96,7 @@ class SecurityMiddleware:
         if dashboard and not request.cookies.get(CSRF_COOKIE):
             issue = secrets.token_urlsafe(32)
             scope.setdefault("state", {})["csrf_token"] = issue
-        if dashboard and scope["method"] in UNSAFE_METHODS:
+        if dashboard and scope["method"] in UNSAFE_METHODS and not self._api_client(request):
             body = await _read_body(receive)
             refusal = self._refusal(request, body)
             if refusal is not None:
@@ -105,16 +105,18 @@ class SecurityMiddleware:
             receive = _replay(body)
         await self.app(scope, receive, _headed(send, self.settings, request, issue))
 
-    def _refusal(self, request: Request, body: bytes | None) -> Response | None:
+    def _api_client(self, request: Request) -> bool:
+        """Authenticated by a valid Bearer token: not a browser's ambient credential."""
         header = request.headers.get("authorization", "")
-        if header.lower().startswith("bearer ") and auth.token_matches(
+        return header.lower().startswith("bearer ") and auth.token_matches(
             self.settings, header[7:].strip()
-        ):
-            return None  # not a browser's ambient credential
+        )
+
+    def _refusal(self, request: Request, body: bytes | None) -> Response | None:
         if body is None:
             return PlainTextResponse("request body too large", status_code=413)
         origin = request.headers.get("origin")
-        if origin is not None and not _same_origin(origin, request):
+        if origin is not None and not _same_origin(origin, request, self.settings):
             return _forbidden(f"cross-site request from {origin} refused")
         expected = request.cookies.get(CSRF_COOKIE, "")
         sent = request.headers.get(CSRF_HEADER) or _form_field(request, body, CSRF_FIELD)
@@ -129,9 +131,17 @@ def _forbidden(message: str) -> Response:
     return PlainTextResponse(message, status_code=403)
 
 
-def _same_origin(origin: str, request: Request) -> bool:
-    parsed = urllib.parse.urlsplit(origin)
-    return parsed.netloc.lower() == request.headers.get("host", "").lower()
+def _same_origin(origin: str, request: Request, settings: Settings) -> bool:
+    """`origin` is this site: the Host the request came to, or the public URL (behind a proxy
+    that rewrites Host)."""
+    sent = urllib.parse.urlsplit(origin)
+    if sent.netloc.lower() == request.headers.get("host", "").lower():
+        return True
+    public = urllib.parse.urlsplit(settings.dashboard.public_url or "")
+    return bool(public.netloc) and (sent.scheme, sent.netloc.lower()) == (
+        public.scheme,
+        public.netloc.lower(),
+    )
 
 
 def _form_field(request: Request, body: bytes, name: str) -> str:

@@ -260,3 +260,31 @@ def test_every_response_carries_the_security_headers(
         assert response.headers.get(name) == value, (name, response.status_code)
     csp = response.headers["content-security-policy"]
     assert "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp
+
+
+def test_a_form_post_larger_than_any_form_is_refused(dashboard: Dashboard) -> None:  # noqa: F811
+    with httpx.Client(base_url=dashboard.url, follow_redirects=False) as browser:
+        form = browser.get("/dashboard/login").text
+        right = re.search(r'name="csrf_token" value="([^"]+)"', form)
+        assert right
+        data = {"token": TOKEN, "csrf_token": right[1], "pad": "x" * 100_000}
+        assert browser.post("/dashboard/login", data=data).status_code == 413
+
+
+def test_the_public_url_counts_as_this_origin(bot_settings: Settings, store: Store) -> None:
+    settings = bot_settings.with_changes(
+        dashboard={"token": SecretStr(TOKEN), "public_url": "https://evalbot.example.com",
+                   "insecure_localhost_cookies": True}
+    )  # fmt: skip
+    clients = GitHubClients(settings, options=ClientOptions.fast())
+    with (
+        AppServer(create_app(settings, FakeLauncher(), store, github=clients)) as server,
+        httpx.Client(base_url=server.url, follow_redirects=False) as browser,
+    ):
+        right = re.search(r'value="([^"]+)"', browser.get("/dashboard/login").text)
+        assert right
+        data = {"token": TOKEN, "csrf_token": right[1]}
+        other = {"Origin": "http://evalbot.example.com"}  # another scheme is another origin
+        assert browser.post("/dashboard/login", data=data, headers=other).status_code == 403
+        proxied = {"Origin": "https://evalbot.example.com"}  # signing in rotates the token: last
+        assert browser.post("/dashboard/login", data=data, headers=proxied).status_code == 303
