@@ -204,7 +204,7 @@ def test_login_cookies_are_secure_httponly_and_samesite_by_default(production: s
         signed = browser.post(
             "/dashboard/login",
             data={"token": TOKEN, "csrf_token": token[1]},
-            cookies={"evalbot_csrf": token[1]},
+            headers={"Cookie": f"evalbot_csrf={token[1]}"},  # Secure: httpx keeps it for https
         )
     cookies = signed.headers.get_list("set-cookie")
     session = next(c for c in cookies if c.startswith("evalbot_dashboard="))
