@@ -9,6 +9,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from bot import composition, dashboard
+from bot.dashboard.security import SecurityMiddleware
 from bot.github.gateway import RepoGateway
 from bot.github.github_auth import GitHubConfigError
 from bot.github.github_client import GitHubClients
@@ -34,6 +35,7 @@ def create_app(
     spend = store if isinstance(store, Store) else None  # the daily cap counts spend there
     service = build_service(settings, launcher, github or GitHubClients(settings), spend)
     app = FastAPI(title="evalbot", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(SecurityMiddleware, settings=settings)  # headers, CSRF (docs/dashboard.md)
     app.state.settings = settings  # the dashboard's dependencies read these (bot/dashboard/deps.py)
     app.state.store = spend if spend is not None else Store.from_settings(settings)
     app.include_router(
@@ -44,7 +46,7 @@ def create_app(
 
     for router in dashboard.ROUTERS:  # /dashboard (docs/dashboard.md)
         app.include_router(router)
-    app.include_router(metrics_router(store, settings.resolved_database_url))  # GET /metrics
+    app.include_router(metrics_router(store, settings))  # GET /metrics, with its own token
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from workflows.catalog.models import NAME_PATTERN
+from workflows.catalog.names import NAME_RULE, is_name, shown
 
 PREFIX = "/eval"
 USAGE = """\
@@ -30,10 +31,10 @@ Usage:
   /eval approve [SHA]  (maintainers: allow this fork's head commit, SHA if given, to run)
   /eval help"""
 
-NAME = re.compile(NAME_PATTERN)
+NAME = re.compile(NAME_PATTERN)  # is_name() adds the length limit
 SETTING_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
-SELECTOR = re.compile(r"^(tag:)?[a-z0-9][a-z0-9._-]*$")
+SELECTOR = re.compile(r"^(tag:)?[a-z0-9][a-z0-9._-]*$")  # and at most MAX_NAME_LENGTH long
 VERBS = ("cancel", "rerun", "status", "approve", "help")
 MAX_LINE = 16_384  # characters; room for --cases listing a couple of hundred case ids
 Baseline = Literal["main", "merge-base"]
@@ -151,8 +152,8 @@ def _parse_rerun(rest: list[str]) -> RerunFailed:
 def _dataset(word: str) -> str:
     if word.startswith("-"):
         raise GrammarError(f"expected a dataset name before the options, got '{word}'")
-    if not NAME.match(word) or word in VERBS:
-        raise GrammarError(f"'{word}' is not a dataset name (lowercase letters, digits, . _ -)")
+    if not is_name(word) or word in VERBS:  # the catalog's rule (workflows/catalog/names.py)
+        raise GrammarError(f"{shown(word)} is not a dataset name: names are {NAME_RULE}")
     return word
 
 
@@ -228,10 +229,13 @@ def _trials(value: str, max_trials: int) -> int:
 
 def _cases(value: str) -> tuple[str, ...]:
     selectors = tuple(s.strip() for s in value.split(",") if s.strip())
-    bad = [s for s in selectors if not SELECTOR.match(s)]
+    bad = [s for s in selectors if not is_name(s.removeprefix("tag:"))]
     if not selectors or bad:
-        shown = bad[0] if bad else value
-        raise GrammarError(f"--cases takes case ids or tag:T separated by commas, got '{shown}'")
+        got = shown(bad[0] if bad else value)
+        raise GrammarError(
+            f"--cases takes case ids or tag:T separated by commas, got {got} "
+            f"(names are {NAME_RULE})"
+        )
     return selectors
 
 

@@ -6,16 +6,23 @@ provisioning latency. Provisioning happens in the workers, not here, so each run
 latency into the store (`RunResult.provision_s`, measured by the `provision` activity); the
 histogram covers every stored run that has one. It is cumulative like a Prometheus counter, so
 `rate()` and `histogram_quantile()` give recent latency (docs/dashboard.md). One query each, cheap
-at any size. Aggregates only: no experiment, case or transcript content, so no sign-in.
+at any size. Aggregates only, but spend and volumes are nobody else's business: every request needs
+the metrics token (settings.dashboard.metrics_token) as `Authorization: Bearer TOKEN` or as the
+password of Basic auth (Prometheus' `authorization` or `basic_auth`); without one configured,
+/metrics refuses everyone.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import base64
+import hmac
+
+from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse
 from sqlalchemy import Connection, case, func, select
 from sqlalchemy.engine import Engine
 
+from workflows.settings import Settings
 from workflows.store import Store
 from workflows.store.engine import make_engine
 from workflows.store.tables import experiments, runs
@@ -97,12 +104,40 @@ def _provisioning_lines(connection: Connection) -> list[str]:
     return lines
 
 
-def metrics_router(given_store: object, database_url: str) -> APIRouter:
-    engine = given_store.engine if isinstance(given_store, Store) else make_engine(database_url)
+def metrics_router(given_store: object, settings: Settings) -> APIRouter:
+    engine = (
+        given_store.engine
+        if isinstance(given_store, Store)
+        else make_engine(settings.resolved_database_url)
+    )
     router = APIRouter()
 
     @router.get("/metrics")
-    def metrics() -> PlainTextResponse:
+    def metrics(request: Request) -> PlainTextResponse:
+        if not metrics_authorized(settings, request.headers.get("authorization", "")):
+            return PlainTextResponse(
+                "/metrics needs the metrics token (EVALBOT_DASHBOARD_METRICS_TOKEN) as a Bearer "
+                "token or Basic password",
+                status_code=401,
+                headers={"WWW-Authenticate": 'Bearer, Basic realm="evalbot metrics"'},
+            )
         return PlainTextResponse(render_metrics(engine), media_type=CONTENT_TYPE)
 
     return router
+
+
+def metrics_authorized(settings: Settings, header: str) -> bool:
+    """The Authorization header carries the metrics token (Bearer, or Basic with any user)."""
+    token = settings.dashboard.metrics_token
+    if token is None or not token.get_secret_value():
+        return False
+    scheme, _, value = header.partition(" ")
+    sent = value.strip()
+    if scheme.lower() == "basic":
+        try:
+            sent = base64.b64decode(sent, validate=True).decode().partition(":")[2]
+        except (ValueError, UnicodeDecodeError):
+            return False
+    elif scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(sent.encode(), token.get_secret_value().encode())

@@ -19,8 +19,10 @@ from pathlib import Path
 from bot.github.github_types import PullInfo
 from bot.grammar import StartEval
 from bot.identity import BASE_ARM, HEAD_ARM, experiment_id
-from workflows.catalog.labels import budget_label
+from workflows.catalog.labels import budget_label, fork_secret_labels
+from workflows.catalog.loaders import load_dataset
 from workflows.catalog.models import ArmSpec, ExperimentSpec
+from workflows.catalog.names import check_name
 from workflows.engine.planning import plan_experiment
 from workflows.experiment_budget import effective_budget
 from workflows.settings import Settings
@@ -30,6 +32,7 @@ TRIGGER = "github"
 
 Signature = tuple[tuple[str, int, int], ...]
 TemplateKey = tuple[str, tuple[str, ...], int | None]
+ForkSecrets = tuple[tuple[str, ...], tuple[str, ...]]  # the dataset's (fork-safe, withheld) groups
 
 
 class LimitError(ValueError):
@@ -46,14 +49,18 @@ class Planner:
         """`store` counts the repository's spend today; required with a daily cap."""
         self.settings = settings
         self.store = store
-        self._templates: dict[TemplateKey, tuple[Signature, ExperimentSpec]] = {}
+        self._templates: dict[TemplateKey, tuple[Signature, ExperimentSpec, ForkSecrets]] = {}
         self._lock = threading.Lock()
 
     def plan(
         self, pull: PullInfo, request: StartEval, base_sha: str, *, requested_by: str
     ) -> ExperimentSpec:
+        _check_names(request)  # before the dataset's name is joined into a catalog path
         arms = _arms(pull, request, base_sha)
-        template = self._template(request, arms)
+        template, fork_secrets = self._template(request, arms)
+        labels = _labels(pull, request, requested_by)
+        if pull.is_fork:  # only the dataset's fork-safe secret groups (docs/secrets.md)
+            labels |= fork_secret_labels(*fork_secrets)
         spec = template.model_copy(
             update={
                 "experiment_id": experiment_id(
@@ -61,7 +68,7 @@ class Planner:
                 ),
                 "repo": pull.clone_url,
                 "arms": tuple(arms),
-                "labels": _labels(pull, request, requested_by),
+                "labels": labels,
             }
         )
         _check_limits(self.settings, spec)
@@ -73,13 +80,15 @@ class Planner:
         )
         return budget_label(budget)
 
-    def _template(self, request: StartEval, arms: list[ArmSpec]) -> ExperimentSpec:
+    def _template(
+        self, request: StartEval, arms: list[ArmSpec]
+    ) -> tuple[ExperimentSpec, ForkSecrets]:
         key = (request.dataset, request.cases, request.trials)
         signature = _signature(Path(self.settings.catalog_root) / "datasets" / request.dataset)
         with self._lock:
             cached = self._templates.get(key)
         if cached is not None and cached[0] == signature:
-            return cached[1]
+            return cached[1], cached[2]
         template = plan_experiment(
             self.settings,
             repo="-",
@@ -90,9 +99,11 @@ class Planner:
             experiment_id="-",
             trigger=TRIGGER,
         )
+        dataset = load_dataset(Path(self.settings.catalog_root), request.dataset)
+        fork_secrets = (dataset.fork_safe_secret_groups, dataset.withheld_from_forks)
         with self._lock:
-            self._templates[key] = (signature, template)
-        return template
+            self._templates[key] = (signature, template, fork_secrets)
+        return template, fork_secrets
 
 
 def plan_for_pull(
@@ -105,6 +116,14 @@ def plan_for_pull(
 ) -> ExperimentSpec:
     """One-off planning (no reuse); see `Planner`."""
     return Planner(settings).plan(pull, request, base_sha, requested_by=requested_by)
+
+
+def _check_names(request: StartEval) -> None:
+    """The dataset and case names of a comment or an `eval:<name>` label, checked against the
+    catalog's rule (InvalidNameError, a ValueError, says which)."""
+    check_name("dataset", request.dataset)
+    for selector in request.cases:
+        check_name("case", selector.removeprefix("tag:"))
 
 
 def _arms(pull: PullInfo, request: StartEval, base_sha: str) -> list[ArmSpec]:

@@ -176,17 +176,14 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def resolve_run_secrets(
-    settings: Settings, group_names: Iterable[str], *, approved: bool
-) -> dict[str, str]:
+def resolve_run_secrets(settings: Settings, group_names: Iterable[str]) -> dict[str, str]:
     """Environment variables for one run: the values of exactly `group_names`.
 
-    Runs of unapproved fork PRs get nothing. A group that was never synced raises
+    The engine passes only the groups the run may receive (a fork PR's runs: its dataset's
+    fork-safe groups; docs/secrets.md, "Fork pull requests"). A group that was never synced raises
     `MissingSecretGroup` naming it; two groups defining the same variable differently raise
     `SecretStoreError` naming both groups and the variable (never the values).
     """
-    if not approved:
-        return {}
     store = LocalSecretStore.from_settings(settings)
     env: dict[str, str] = {}
     origin: dict[str, str] = {}

@@ -464,6 +464,16 @@ class DashboardSettings(_Group):
         validation_alias="EVALBOT_GITHUB_OAUTH_URL",
         description="Where /login/oauth lives.",
     )
+    metrics_token: SecretStr | None = Field(
+        None,
+        description="Token Prometheus sends for /metrics (Bearer, or as the Basic password); "
+        "unset: /metrics refuses every request.",
+    )
+    insecure_localhost_cookies: bool = Field(
+        False,
+        description="Development only: cookies without Secure when the dashboard is reached at "
+        "http://localhost or 127.0.0.1 (every other host still gets Secure cookies).",
+    )
 
 
 class BudgetSettings(_Group):

@@ -12,16 +12,16 @@ command succeeds, so a scaffold that would not load is removed and reported. Exi
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 
 import click
 
 from bot.commands.errors import CommandError, command_errors
+from bot.commands.names import name_callback
 from workflows.catalog.catalog_errors import CatalogError, UnknownNameError
 from workflows.catalog.loaders import load_dataset
-from workflows.catalog.models import NAME_PATTERN
+from workflows.catalog.names import InvalidNameError, is_name
 from workflows.settings import Settings
 
 
@@ -68,10 +68,8 @@ def create_case(
     expect: list[str],
     reference: str | None,
 ) -> Path:
-    if not re.match(NAME_PATTERN, case_id):
-        raise CommandError.bad_input(
-            f"case id '{case_id}' must be lowercase letters, digits, '.', '_' or '-'"
-        )
+    if not is_name(case_id):
+        raise CommandError.bad_input(str(InvalidNameError("case", case_id)))
     try:
         load_dataset(catalog_root, dataset)
     except (CatalogError, UnknownNameError) as error:
@@ -103,8 +101,8 @@ def cases_group() -> None:
 
 
 @cases_group.command("new")
-@click.argument("dataset")
-@click.argument("case_id")
+@click.argument("dataset", callback=name_callback("dataset"))
+@click.argument("case_id", callback=name_callback("case"))
 @click.option("--prompt", required=True, help="The task given to the agent.")
 @click.option("--tag", "tags", multiple=True, help="Tag (repeatable); select with --cases tag:T.")
 @click.option("--expect", multiple=True, help="Text a correct answer contains (repeatable).")

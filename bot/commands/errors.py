@@ -30,6 +30,7 @@ from typing import IO, Any, ClassVar
 import click
 
 from workflows.catalog.catalog_errors import CatalogError, UnknownNameError
+from workflows.catalog.names import InvalidNameError
 from workflows.engine.devserver import DevServerError
 from workflows.engine.planning import PlanError
 from workflows.engine.repos import RepoError
@@ -120,7 +121,7 @@ ErrorTypes = type[Exception] | tuple[type[Exception], ...]
 ErrorMap = tuple[tuple[ErrorTypes, ExitCode], ...]
 
 LIBRARY_ERRORS: ErrorMap = (
-    ((UnknownNameError, CatalogError, PlanError, RepoError), ExitCode.BAD_INPUT),
+    ((UnknownNameError, InvalidNameError, CatalogError, PlanError, RepoError), ExitCode.BAD_INPUT),
     ((StoreError, DevServerError, HostUnsupported, RuntimeError, OSError), ExitCode.COULD_NOT_RUN),
 )
 """Checked in order: RepoError and DevServerError are RuntimeErrors."""

@@ -11,6 +11,7 @@ import click
 
 from bot import composition
 from bot.commands.errors import command_errors
+from bot.commands.names import name_callback
 from workflows.score_history import MeanInterval, score_history
 from workflows.settings import Settings
 
@@ -24,7 +25,7 @@ def _fmt(value: MeanInterval) -> str:
 
 
 @click.command("history")
-@click.option("--dataset", required=True, help="Dataset name.")
+@click.option("--dataset", required=True, callback=name_callback("dataset"), help="Dataset name.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj

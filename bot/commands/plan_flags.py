@@ -14,6 +14,7 @@ from typing import Any, TypeVar, cast
 
 import click
 
+from bot.commands.names import name_callback
 from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine.planning import PlanError, parse_arm, parse_settings, plan_experiment
 from workflows.engine.planning import resolve_arms as resolve_arm_refs
@@ -23,7 +24,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _OPTIONS = (
     click.option("--repo", default=".", show_default=True, help="Agent repository (path or URL)."),
-    click.option("--dataset", required=True, help="Dataset name (see datasets/)."),
+    click.option(
+        "--dataset",
+        required=True,
+        callback=name_callback("dataset"),
+        help="Dataset name (see datasets/).",
+    ),
     click.option("--base", help="Base ref: the first arm, the one others are compared with."),
     click.option("--head", help="Head ref: the arm under test."),
     click.option("--arm", "arms", multiple=True, help="NAME=REF[,key=value...]; repeatable."),

@@ -13,6 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Request
 
 from bot.dashboard import auth
+from workflows.catalog.names import InvalidNameError, check_name
 from workflows.settings import Settings
 from workflows.store import Store
 
@@ -44,6 +45,14 @@ def get_user(request: Request, settings: SettingsDep) -> str:
 
 
 UserDep = Annotated[str, Depends(get_user)]
+
+
+def catalog_name(kind: str, value: str) -> str:
+    """`value` if it is a catalog name (workflows/catalog/names.py), else 400 naming the rule."""
+    try:
+        return check_name(kind, value)
+    except InvalidNameError as error:
+        raise HTTPException(400, str(error)) from None
 
 
 def signed_in_router() -> APIRouter:

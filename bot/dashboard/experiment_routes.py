@@ -12,7 +12,7 @@ import anyio
 from fastapi import Depends, HTTPException
 from fastapi.responses import HTMLResponse
 
-from bot.dashboard.deps import StoreDep, UserDep, signed_in_router
+from bot.dashboard.deps import StoreDep, UserDep, catalog_name, signed_in_router
 from bot.dashboard.pages import page
 from bot.dashboard.run_outputs import answer_of, transcript_path
 from bot.render import render_html
@@ -67,6 +67,8 @@ async def experiment(experiment_id: str, store: StoreDep, user: UserDep) -> HTML
 
 
 async def _list_experiments(store: Store, filters: ListFilters) -> list[ExperimentRecord]:
+    if filters.dataset:
+        catalog_name("dataset", filters.dataset)
     query = functools.partial(
         store.list_experiments,
         dataset=filters.dataset or None,

@@ -7,7 +7,7 @@ import anyio
 from fastapi.responses import HTMLResponse
 
 from bot.dashboard.charts import ChartPoint, history_svg
-from bot.dashboard.deps import PREFIX, StoreDep, UserDep, signed_in_router
+from bot.dashboard.deps import PREFIX, StoreDep, UserDep, catalog_name, signed_in_router
 from bot.dashboard.pages import page
 from workflows.catalog.models import ExperimentSpec
 from workflows.records import RunResult
@@ -21,6 +21,7 @@ router = signed_in_router()
 
 @router.get("/datasets/{dataset}/history", response_class=HTMLResponse)
 async def history(dataset: str, store: StoreDep, user: UserDep) -> HTMLResponse:
+    catalog_name("dataset", dataset)
     charted = await anyio.to_thread.run_sync(chart_points, store, dataset)
     return page(
         "history.html.j2",

@@ -13,6 +13,7 @@ from typing import Literal
 
 from bot.github.gateway import CheckRunUpdate
 from bot.render import escape_text
+from workflows.catalog.labels import secrets_decision
 from workflows.catalog.models import ExperimentSpec
 from workflows.report import ExperimentReport
 from workflows.stats import Verdict
@@ -52,6 +53,11 @@ class Counts:
 
 
 def comment_body(spec: ExperimentSpec, text: str) -> str:
+    """The sticky comment: markers, `text`, and for a fork PR which secret groups its runs get
+    (docs/secrets.md; group names are catalog names, so plain text)."""
+    decision = secrets_decision(spec.labels)
+    if decision is not None:
+        text = f"{text}\n\n🔒 {decision}"
     return f"{marker(spec.dataset)}\n<!-- evalbot:experiment {spec.experiment_id} -->\n{text}"
 
 

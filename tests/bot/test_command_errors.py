@@ -23,6 +23,7 @@ from bot.commands.errors import (
     command_errors,
 )
 from workflows.catalog.catalog_errors import CatalogError, UnknownNameError
+from workflows.catalog.names import InvalidNameError
 from workflows.engine.devserver import DevServerError
 from workflows.engine.planning import PlanError
 from workflows.engine.repos import RepoError
@@ -113,7 +114,7 @@ def test_library_errors_are_mapped_to_their_exit_code(error: Exception, code: in
 
 
 def test_the_mapping_is_the_one_the_engine_commands_had() -> None:
-    bad_input = (UnknownNameError, CatalogError, PlanError, RepoError)
+    bad_input = (UnknownNameError, InvalidNameError, CatalogError, PlanError, RepoError)
     could_not_run = (StoreError, DevServerError, HostUnsupported, RuntimeError, OSError)
     expected = ((bad_input, ExitCode.BAD_INPUT), (could_not_run, ExitCode.COULD_NOT_RUN))
     assert expected == LIBRARY_ERRORS

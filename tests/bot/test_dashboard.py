@@ -5,6 +5,7 @@ test_dashboard_browser.py."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,7 +78,9 @@ def populate(store: Store, outputs: Path) -> None:
 
 @pytest.fixture
 def dashboard(bot_settings: Settings, store: Store, tmp_path: Path) -> Iterator[Dashboard]:
-    settings = bot_settings.with_changes(dashboard={"token": SecretStr(TOKEN)})
+    settings = bot_settings.with_changes(  # served on http://127.0.0.1: development cookies
+        dashboard={"token": SecretStr(TOKEN), "insecure_localhost_cookies": True}
+    )
     populate(store, tmp_path / "blobs")
     clients = GitHubClients(settings, options=ClientOptions.fast())
     with AppServer(create_app(settings, FakeLauncher(), store, github=clients)) as server:
@@ -118,12 +121,23 @@ def test_every_route_but_sign_in_requires_a_user() -> None:
             assert guarded == (router is not login_routes.router), getattr(route, "path", route)
 
 
+def form_token(html: str) -> str:
+    """The CSRF token a page put in its form (bot/dashboard/security.py)."""
+    match = re.search(r'name="csrf_token" value="([^"]+)"', html)
+    assert match, "the form has no csrf_token"
+    return match[1]
+
+
 def test_login_form_sets_a_session_cookie(dashboard: Dashboard) -> None:
     with httpx.Client(base_url=dashboard.url) as browser:
-        assert "Dashboard token" in browser.get("/dashboard/login").text
-        bad = browser.post("/dashboard/login", data={"token": "nope"})
+        form = browser.get("/dashboard/login").text
+        assert "Dashboard token" in form
+        csrf = form_token(form)
+        bad = browser.post("/dashboard/login", data={"token": "nope", "csrf_token": csrf})
         assert bad.status_code == 401 and "not valid" in bad.text
-        good = browser.post("/dashboard/login", data={"token": TOKEN}, follow_redirects=False)
+        good = browser.post(
+            "/dashboard/login", data={"token": TOKEN, "csrf_token": csrf}, follow_redirects=False
+        )
         assert good.status_code == 303
         assert browser.get("/dashboard/").status_code == 200
 

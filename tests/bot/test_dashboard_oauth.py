@@ -62,6 +62,7 @@ def dashboard_url(bot_settings: Settings, store: Store) -> Iterator[str]:
                 "oauth_client_secret": SecretStr("oauth-secret"),
                 "oauth_url": github.url,
                 "github_org": "acme",
+                "insecure_localhost_cookies": True,  # served on http://127.0.0.1
             },
             github={"api_url": github.url},  # the dashboard's REST calls (the bot has its own)
         )

@@ -1,22 +1,64 @@
 """GET /metrics on the bot's app: Prometheus text with experiments and cells by state, judge
 errors, spend and the provisioning latency histogram, all from the store (the workers store each
-run's provisioning time; the web process never provisions anything)."""
+run's provisioning time; the web process never provisions anything). Only for the metrics token."""
 
 from __future__ import annotations
 
+import base64
 import re
 
 import httpx
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import create_engine
 
+from bot.app import create_app
+from bot.github.github_client import ClientOptions, GitHubClients
 from bot.metrics import render_metrics
 from tests.bot.conftest import AppServer
+from tests.fakes.launcher import FakeLauncher
 from tests.support.experiments import errored_run, make_spec, scored_run
 from workflows.records import RunStatus, SandboxUsage
+from workflows.settings import Settings
 from workflows.store import Store
 
+METRICS_TOKEN = "prometheus-scrape-token"
+AUTH = {"Authorization": f"Bearer {METRICS_TOKEN}"}
 LINE = re.compile(r'^[a-z_]+(\{[a-z]+="[^"]*"\})? -?[0-9.e+-]+$')
+
+
+@pytest.fixture
+def bot_settings(bot_settings: Settings) -> Settings:
+    return bot_settings.with_changes(dashboard={"metrics_token": SecretStr(METRICS_TOKEN)})
+
+
+def _basic(user: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [({}, 401), ({"Authorization": "Bearer wrong-token"}, 401), (_basic("prom", "wrong"), 401),
+     ({"Authorization": f"Token {METRICS_TOKEN}"}, 401), ({"Authorization": "Basic %%%"}, 401),
+     (AUTH, 200), (_basic("prometheus", METRICS_TOKEN), 200)],
+    ids=["none", "wrong-bearer", "wrong-basic", "other-scheme", "bad-basic", "bearer", "basic"],
+)  # fmt: skip
+def test_metrics_need_the_metrics_token(
+    app: AppServer, headers: dict[str, str], status: int
+) -> None:
+    response = httpx.get(f"{app.url}/metrics", headers=headers)
+    assert response.status_code == status
+    assert ("evalbot_judge_errors_total" in response.text) == (status == 200)
+
+
+def test_without_a_configured_token_metrics_refuse_everyone(
+    bot_settings: Settings, store: Store
+) -> None:
+    settings = bot_settings.with_changes(dashboard={"metrics_token": None})
+    clients = GitHubClients(settings, options=ClientOptions.fast())
+    with AppServer(create_app(settings, FakeLauncher(), store, github=clients)) as server:
+        refused = httpx.get(f"{server.url}/metrics", headers={"Authorization": "Bearer x"})
+    assert refused.status_code == 401 and "EVALBOT_DASHBOARD_METRICS_TOKEN" in refused.text
 
 
 def _value(text: str, series: str) -> float:
@@ -37,7 +79,7 @@ def test_metrics_count_states_judge_errors_and_spend(app: AppServer, store: Stor
     store.save_experiment(other)
     store.set_experiment_status("exp-2", "completed")
 
-    response = httpx.get(f"{app.url}/metrics")
+    response = httpx.get(f"{app.url}/metrics", headers=AUTH)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
     text = response.text
@@ -64,7 +106,7 @@ def _provisioned(store: Store, seconds: list[float | None]) -> None:
 
 def test_provisioning_histogram_is_built_from_stored_runs(app: AppServer, store: Store) -> None:
     _provisioned(store, [0.05, 0.3, 0.3, 4.0, 200.0, None])  # None: no sandbox was made
-    text = httpx.get(f"{app.url}/metrics").text
+    text = httpx.get(f"{app.url}/metrics", headers=AUTH).text
     name = "evalbot_sandbox_provision_seconds"
     buckets = {
         "0.05": 1, "0.1": 1, "0.25": 1, "0.5": 3, "1.0": 3, "2.5": 3, "5.0": 4, "10.0": 4,

@@ -143,6 +143,7 @@ def test_the_bot_entrypoint_serves_healthz_metrics_and_guards_the_dashboard(
         "EVALBOT_GITHUB_WEBHOOK_SECRET": "secret",
         "EVALBOT_GITHUB_TOKEN": "ghs_test",
         "EVALBOT_DASHBOARD_TOKEN": "local",
+        "EVALBOT_DASHBOARD_METRICS_TOKEN": "scrape",
         "EVALBOT_GITHUB_API_URL": "http://127.0.0.1:9",  # never reached
     }
     process = subprocess.Popen(
@@ -161,7 +162,8 @@ def test_the_bot_entrypoint_serves_healthz_metrics_and_guards_the_dashboard(
                 pass
             assert time.monotonic() < deadline, "the bot did not start"
             time.sleep(0.5)
-        metrics = httpx.get(f"{base}/metrics")
+        assert httpx.get(f"{base}/metrics").status_code == 401
+        metrics = httpx.get(f"{base}/metrics", headers={"Authorization": "Bearer scrape"})
         assert metrics.status_code == 200 and "evalbot_judge_errors_total 0" in metrics.text
         assert httpx.get(f"{base}/dashboard/").status_code == 401
         signed = httpx.get(f"{base}/dashboard/", headers={"Authorization": "Bearer local"})

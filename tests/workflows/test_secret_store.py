@@ -72,21 +72,17 @@ def test_an_empty_store_reads_as_empty_without_creating_anything(settings: Setti
 
 
 def test_a_run_gets_only_the_groups_it_names(settings: Settings, store: LocalSecretStore) -> None:
-    assert resolve_run_secrets(settings, ["search-api"], approved=True) == SEARCH
-    assert resolve_run_secrets(settings, ["llm-keys", "search-api"], approved=True) == {
+    assert resolve_run_secrets(settings, ["search-api"]) == SEARCH
+    assert resolve_run_secrets(settings, ["llm-keys", "search-api"]) == {
         **LLM,
         **SEARCH,
     }
-    assert resolve_run_secrets(settings, [], approved=True) == {}
-
-
-def test_unapproved_runs_get_no_secrets(settings: Settings, store: LocalSecretStore) -> None:
-    assert resolve_run_secrets(settings, ["llm-keys"], approved=False) == {}
+    assert resolve_run_secrets(settings, []) == {}
 
 
 def test_a_missing_group_is_named(settings: Settings, store: LocalSecretStore) -> None:
     with pytest.raises(MissingSecretGroup) as raised:
-        resolve_run_secrets(settings, ["llm-keys", "github-token"], approved=True)
+        resolve_run_secrets(settings, ["llm-keys", "github-token"])
 
     assert raised.value.group == "github-token"
     assert "'github-token'" in str(raised.value)
@@ -99,7 +95,7 @@ def test_two_groups_setting_one_variable_differently_is_an_error_without_values(
     store.replace({"other": {"OPENAI_API_KEY": "sk-other-999888"}})
 
     with pytest.raises(SecretStoreError) as raised:
-        resolve_run_secrets(settings, ["llm-keys", "other"], approved=True)
+        resolve_run_secrets(settings, ["llm-keys", "other"])
 
     message = str(raised.value)
     assert "'llm-keys' and 'other'" in message and "OPENAI_API_KEY" in message

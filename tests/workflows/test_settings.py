@@ -96,6 +96,13 @@ ENVIRONMENT: list[tuple[str, str, str, Any]] = [
     ("EVALBOT_JUDGE_OUTPUT_USD_PER_MTOK", "judge.output_usd_per_mtok", "0.6", 0.6),
     ("EVALBOT_DASHBOARD_TOKEN", "dashboard.token", "dt", SecretStr("dt")),
     ("EVALBOT_DASHBOARD_GITHUB_ORG", "dashboard.github_org", "acme", "acme"),
+    ("EVALBOT_DASHBOARD_METRICS_TOKEN", "dashboard.metrics_token", "mt", SecretStr("mt")),
+    (
+        "EVALBOT_DASHBOARD_INSECURE_LOCALHOST_COOKIES",
+        "dashboard.insecure_localhost_cookies",
+        "true",
+        True,
+    ),
     ("EVALBOT_GITHUB_OAUTH_CLIENT_ID", "dashboard.oauth_client_id", "cid", "cid"),
     ("EVALBOT_GITHUB_OAUTH_CLIENT_SECRET", "dashboard.oauth_client_secret", "cs", SecretStr("cs")),
     ("EVALBOT_GITHUB_OAUTH_URL", "dashboard.oauth_url", "https://ghe", "https://ghe"),
@@ -124,7 +131,7 @@ def test_the_table_covers_every_setting_and_every_flat_variable() -> None:
     """A setting added without a row here, or a row for a setting that went, fails."""
     paths = [path for path, _, _ in setting_fields()]
     assert sorted(paths) == sorted(path for _, path, _, _ in ENVIRONMENT)
-    assert len({name for name, _, _, _ in ENVIRONMENT}) == len(ENVIRONMENT) == 85
+    assert len({name for name, _, _, _ in ENVIRONMENT}) == len(ENVIRONMENT) == 87
 
 
 @pytest.mark.parametrize(("variable", "path", "raw", "expected"), ENVIRONMENT)

@@ -11,7 +11,6 @@ Layout (all data, no code):
 
 from __future__ import annotations
 
-import re
 import tomllib
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,7 +19,8 @@ from pydantic import BaseModel, ValidationError
 
 from workflows.catalog.catalog_errors import CatalogError, UnknownNameError
 from workflows.catalog.hashing import tree_version
-from workflows.catalog.models import NAME_PATTERN, AgentRepoConfig, Case, Dataset, World
+from workflows.catalog.models import AgentRepoConfig, Case, Dataset, World
+from workflows.catalog.names import is_name
 
 WORLD_MANIFEST = "world.toml"
 DATASET_MANIFEST = "dataset.toml"
@@ -78,8 +78,9 @@ def load_world(root: Path, name: str) -> World:
 
 def _is_name(name: str) -> bool:
     """A catalog name, never a path: no '/' or '..' walks out of the catalog (a label such as
-    `eval:../../etc` comes from anyone who may label a PR)."""
-    return re.fullmatch(NAME_PATTERN, name) is not None
+    `eval:../../etc` comes from anyone who may label a PR). Boundaries check it first with
+    `check_name`, which says the rule; here an invalid name is simply not in the catalog."""
+    return is_name(name)
 
 
 def _check_world_paths(manifest: Path, world: World) -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
+MAX_NAME_LENGTH = 100  # workflows/catalog/names.py: the one check for names from outside
 
 
 class GraderKind(StrEnum):
@@ -34,7 +35,7 @@ class Criterion(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=NAME_PATTERN)
+    name: str = Field(pattern=NAME_PATTERN, max_length=MAX_NAME_LENGTH)
     grader: GraderKind
     weight: float = Field(1.0, gt=0)
     description: str = ""
@@ -46,6 +47,9 @@ class Criterion(BaseModel):
         description="The score of this criterion when the agent fails the run (crash, timeout, "
         "limits, no answer): 0 unless the dataset needs another (docs/statistics.md).",
     )
+
+
+SecretGroupName = Annotated[str, Field(pattern=NAME_PATTERN, max_length=MAX_NAME_LENGTH)]
 
 
 class Rubric(BaseModel):
@@ -68,9 +72,9 @@ class Case(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = Field(pattern=NAME_PATTERN)
+    id: str = Field(pattern=NAME_PATTERN, max_length=MAX_NAME_LENGTH)
     prompt: str = Field(min_length=1)
-    world: str = Field(pattern=NAME_PATTERN)
+    world: str = Field(pattern=NAME_PATTERN, max_length=MAX_NAME_LENGTH)
     tags: tuple[str, ...] = ()
     attachments: tuple[str, ...] = Field((), description="World-relative paths given to the agent.")
     rubric: Rubric
@@ -80,10 +84,33 @@ class Case(BaseModel):
 class Dataset(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=NAME_PATTERN)
+    name: str = Field(pattern=NAME_PATTERN, max_length=MAX_NAME_LENGTH)
     description: str = ""
     default_trials: int = Field(3, ge=1)
     cases: tuple[Case, ...] = Field(min_length=1)
+    secret_groups: tuple[SecretGroupName, ...] = Field(
+        (), description="The secret groups this dataset's agents need (docs/secrets.md)."
+    )
+    fork_safe_secret_groups: tuple[SecretGroupName, ...] = Field(
+        (),
+        description="Those of `secret_groups` an approved fork pull request may receive; runs "
+        "of fork PRs get no other group (docs/secrets.md, 'Fork pull requests').",
+    )
+
+    @model_validator(mode="after")
+    def _fork_safe_are_declared(self) -> Dataset:
+        undeclared = sorted(set(self.fork_safe_secret_groups) - set(self.secret_groups))
+        if undeclared:
+            raise ValueError(
+                f"fork_safe_secret_groups {undeclared} are not in secret_groups; "
+                "list them there too"
+            )
+        return self
+
+    @property
+    def withheld_from_forks(self) -> tuple[str, ...]:
+        """The declared groups a fork PR does not get."""
+        return tuple(g for g in self.secret_groups if g not in self.fork_safe_secret_groups)
 
     def select(self, selectors: list[str] | tuple[str, ...] = ()) -> list[Case]:
         """Cases matching any selector (`ID` or `tag:T`); all cases when none is given."""
@@ -111,7 +138,7 @@ class World(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=NAME_PATTERN)
+    name: str = Field(pattern=NAME_PATTERN, max_length=MAX_NAME_LENGTH)
     description: str = ""
     path: Path
     version: str
@@ -163,7 +190,7 @@ class ArmSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=NAME_PATTERN)
+    name: str = Field(pattern=NAME_PATTERN, max_length=MAX_NAME_LENGTH)
     ref: str = Field(min_length=1)
     commit: str = Field(pattern=r"^[0-9a-f]{40}$")
     config: dict[str, str] = Field(default_factory=dict)

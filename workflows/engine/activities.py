@@ -86,7 +86,7 @@ class Grader(Protocol):
 
 
 class SecretResolver(Protocol):
-    def __call__(self, groups: tuple[str, ...], *, approved: bool) -> dict[str, str]: ...
+    def __call__(self, groups: tuple[str, ...]) -> dict[str, str]: ...
 
 
 @contextlib.asynccontextmanager
@@ -251,17 +251,18 @@ class RunActivities:
         return json.dumps(payload, indent=2).encode()
 
     def _secret_groups(self, groups: tuple[str, ...], run: RunInput) -> tuple[str, ...]:
-        """Providers holding the secrets themselves (Modal) get the group names; runs of
-        unapproved fork PRs get none."""
-        if not self.provider.injects_secret_groups or not run.secrets_approved:
+        """Providers holding the secrets themselves (Modal) get the group names, only those the
+        run may receive."""
+        if not self.provider.injects_secret_groups:
             return ()
-        return groups
+        return permitted_groups(groups, run)
 
     def _secret_env(self, groups: tuple[str, ...], run: RunInput) -> dict[str, str]:
+        groups = permitted_groups(groups, run)
         if not groups or self.secrets is None or self.provider.injects_secret_groups:
             return {}
         try:
-            return self.secrets(groups, approved=run.secrets_approved)
+            return self.secrets(groups)
         except SecretStoreError as error:  # configuration, not a transient fault: do not retry
             raise ApplicationError(str(error), type="SecretsMissing", non_retryable=True) from None
 
@@ -498,6 +499,13 @@ class ReportActivities(abc.ABC):
     @abc.abstractmethod
     def publish(self, job: PublishReportInput) -> None:
         """Post the phase (blocking: it runs in a thread); idempotent, since it may be retried."""
+
+
+def permitted_groups(groups: tuple[str, ...], run: RunInput) -> tuple[str, ...]:
+    """The arm's secret groups this run may receive: all of them, or for a fork PR only those in
+    `run.secret_groups_allowed` (its dataset's fork-safe groups)."""
+    allowed = run.secret_groups_allowed
+    return groups if allowed is None else tuple(g for g in groups if g in allowed)
 
 
 def rerunnable(status: RunStatus, include_agent_failures: bool) -> bool:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import re
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 
 from workflows.catalog.loaders import load_dataset
 from workflows.catalog.models import ArmSpec, ExperimentSpec
+from workflows.catalog.names import NAME_RULE, check_name, is_name, shown
 from workflows.engine.repos import local_repo, resolve_ref
 from workflows.settings import Settings
-
-ARM_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
 class PlanError(ValueError):
@@ -27,8 +25,10 @@ def new_experiment_id(dataset: str) -> str:
 def parse_arm(text: str) -> tuple[str, str, dict[str, str]]:
     """`NAME=REF[,key=value...]` -> (name, ref, config)."""
     name, sep, rest = text.partition("=")
-    if not sep or not rest or not ARM_NAME.match(name):
-        raise PlanError(f"arm '{text}' is not NAME=REF[,key=value...] (NAME like 'head')")
+    if not sep or not rest or not is_name(name):
+        raise PlanError(
+            f"arm {shown(text)} is not NAME=REF[,key=value...] (NAME like 'head': {NAME_RULE})"
+        )
     ref, *pairs = rest.split(",")
     return name, ref, parse_settings(pairs)
 
@@ -67,7 +67,7 @@ def plan_experiment(
     labels: dict[str, str] | None = None,
 ) -> ExperimentSpec:
     """Validate the dataset and cases (UnknownNameError lists the known ones) and build the spec."""
-    loaded = load_dataset(Path(settings.catalog_root), dataset)
+    loaded = load_dataset(Path(settings.catalog_root), check_name("dataset", dataset))
     cases = loaded.select(list(case_selectors))
     if len(arms) < 1:
         raise PlanError("an experiment needs at least one arm")

@@ -69,7 +69,9 @@ class RunInput:
     arm_config: dict[str, str]
     dataset: str
     prepared: PreparedArm
-    secrets_approved: bool = True  # false for unapproved fork PRs: the run gets no secrets
+    # None: every secret group the arm's evalbot.toml names; a list: only those of them (runs of
+    # fork PRs get their dataset's fork-safe groups; docs/secrets.md, "Fork pull requests")
+    secret_groups_allowed: list[str] | None = None
 
 
 @dataclass

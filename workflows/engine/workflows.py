@@ -53,7 +53,7 @@ from workflows.engine.stages import (
 with workflow.unsafe.imports_passed_through():
     # the activity classes for their methods' references: a passed-through module (providers,
     # store) is the worker's, not re-imported in the sandbox, and only its names are used here
-    from workflows.catalog.labels import budget_from_labels
+    from workflows.catalog.labels import allowed_secret_groups, budget_from_labels
     from workflows.catalog.models import CellRef
     from workflows.engine.activities import (
         HOST_UNSUPPORTED,
@@ -298,7 +298,7 @@ class ExperimentWorkflow:
             arm_config=dict(arm.config),
             dataset=job.spec.dataset,
             prepared=prepared,
-            secrets_approved=job.spec.labels.get("secrets_approved", "true") == "true",
+            secret_groups_allowed=allowed_secret_groups(job.spec.labels),
         )
 
     async def _run_group(self, runs: list[RunInput]) -> None:

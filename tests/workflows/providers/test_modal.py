@@ -90,7 +90,7 @@ async def test_a_missing_secret_group_fails_the_creation(env: ModalEnv) -> None:
         await provider.create(env.spec(secret_groups=("never-synced",)))
 
 
-async def test_the_engine_passes_group_names_and_only_for_approved_runs(
+async def test_the_engine_passes_group_names_and_for_forks_only_the_fork_safe_ones(
     env: ModalEnv, tmp_path: Path
 ) -> None:
     provider = env.provider()
@@ -100,11 +100,12 @@ async def test_the_engine_passes_group_names_and_only_for_approved_runs(
         store=None,
         grader=None,  # type: ignore[arg-type]
     )
-    approved = type("Run", (), {"secrets_approved": True})()
-    fork = type("Run", (), {"secrets_approved": False})()
-    assert activities._secret_groups(("llm-keys",), approved) == ("llm-keys",)  # type: ignore[arg-type]
-    assert activities._secret_groups(("llm-keys",), fork) == ()  # type: ignore[arg-type]
-    assert activities._secret_env(("llm-keys",), approved) == {}  # type: ignore[arg-type]
+    same_repo = type("Run", (), {"secret_groups_allowed": None})()
+    fork = type("Run", (), {"secret_groups_allowed": ["search"]})()
+    groups = ("llm-keys", "search")
+    assert activities._secret_groups(groups, same_repo) == groups  # type: ignore[arg-type]
+    assert activities._secret_groups(groups, fork) == ("search",)  # type: ignore[arg-type]
+    assert activities._secret_env(groups, same_repo) == {}  # type: ignore[arg-type]
 
 
 # -- worlds on Volumes ----------------------------------------------------------------------------
