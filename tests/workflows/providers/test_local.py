@@ -18,11 +18,34 @@ from workflows.providers.local.cgroups import CONTROLLERS
 pytestmark = pytest.mark.timeout(120)
 
 
-async def test_refuses_without_cgroups(local_kit: Kit, tmp_path: Path) -> None:
-    provider = LocalProvider(tmp_path / "s", tmp_path / "i", cgroup_root=tmp_path / "no-cgroups")
-    with pytest.raises(ProviderRefused, match="cgroup v1 controllers not writable"):
-        await provider.create(local_kit.spec())
+async def test_refuses_a_forced_cgroup_mode_the_host_lacks(local_kit: Kit, tmp_path: Path) -> None:
+    for mode, missing in (("v1", "cgroup v1 controllers not writable"), ("v2", "not a cgroup v2")):
+        provider = LocalProvider(
+            tmp_path / "s", tmp_path / "i", cgroup_root=tmp_path / "no-cgroups", cgroups=mode
+        )
+        with pytest.raises(ProviderRefused, match=missing) as refused:
+            await provider.create(local_kit.spec())
+        assert "EVALBOT_SANDBOX_CGROUPS=none" in str(refused.value)  # the way out
     assert not (tmp_path / "s").exists()
+
+
+async def test_without_cgroups_auto_mode_runs_with_rlimits(
+    local_kit: Kit, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No cgroup mount at all (an unprivileged container): sandboxes still run, and say so."""
+    provider = LocalProvider(
+        local_kit.base / "sandboxes", local_kit.base / "images", cgroup_root=tmp_path / "none"
+    )
+    sandbox = await provider.create(local_kit.spec())
+    try:
+        state = await run_to_end(sandbox, "python3 answer.py")
+        assert state["exit_code"] == 0
+        assert (await sandbox.read_file("/out/answer.md")).startswith(b"42")
+    finally:
+        await sandbox.terminate()
+    assert provider.backend.mode == "none"
+    (notice,) = [r.getMessage() for r in caplog.records if "no-cgroup mode" in r.getMessage()]
+    assert "\n" not in notice and "docs/sandbox.md" in notice
 
 
 async def test_limits_are_written_to_the_cgroups(local_kit: Kit) -> None:
