@@ -16,6 +16,7 @@ from bot.commands import (
     budget,
     cases,
     compare,
+    doctor,
     experiments,
     history,
     prewarm,
@@ -41,7 +42,8 @@ def _register_commands() -> None:
     cli.add_command(regrade.regrade_command)
     cli.add_command(prewarm.prewarm_group)
     for extra in (compare.compare_command, wait.wait_command, cases.cases_group,
-                  history.history_command, budget.estimate_command):  # fmt: skip
+                  history.history_command, budget.estimate_command,
+                  doctor.doctor_command):  # fmt: skip
         cli.add_command(extra)
 
 

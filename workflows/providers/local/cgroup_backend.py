@@ -12,12 +12,14 @@ The provider talks to a `SandboxGroup` only, whichever backend made it.
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from workflows.providers.base import ResourceLimits
-from workflows.providers.local.cgroups import CgroupUsage, V1Backend
-from workflows.providers.local.cgroups_v2 import V2Backend, is_unified
+from workflows.providers.local.cgroups import CONTROLLERS, CgroupUsage, V1Backend
+from workflows.providers.local.cgroups_v2 import V2_CONTROLLERS, V2Backend, is_unified
 from workflows.providers.local.no_cgroups import NoCgroupBackend
 
 MODES = ("auto", "v1", "v2", "none")
@@ -87,3 +89,42 @@ def select_backend(
     if problem is None or mode != "auto":
         return backend, problem
     return NoCgroupBackend(state_dir, reason=problem), None
+
+
+@dataclass(frozen=True)
+class CgroupStatus:
+    """What `evalbot doctor` says about cgroups: the host's hierarchy, the controllers we may
+    write, the mode the provider will use, and what that mode gives up."""
+
+    hierarchy: str  # "v2", "v1" or "none"
+    writable: tuple[str, ...]
+    mode: str
+    problem: str | None  # a forced mode the host cannot give
+    reason: str | None  # why auto fell back to no-cgroup mode
+    weaker: tuple[str, ...]
+
+
+def cgroup_status(
+    mode: str, root: Path, state_dir: Path, *, own: str | None = None
+) -> CgroupStatus:
+    backend, problem = select_backend(mode, root, state_dir, own=own)
+    if is_unified(root):
+        hierarchy, writable = "v2", _writable_v2(V2Backend.at(root, own))
+    elif root.is_dir() and any((root / name).is_dir() for name in CONTROLLERS):
+        hierarchy = "v1"
+        writable = tuple(name for name in CONTROLLERS if os.access(root / name, os.W_OK))
+    else:
+        hierarchy, writable = "none", ()
+    reason = backend.reason if isinstance(backend, NoCgroupBackend) and mode == "auto" else None
+    return CgroupStatus(hierarchy, writable, backend.mode, problem, reason, backend.weaker)
+
+
+def _writable_v2(backend: V2Backend) -> tuple[str, ...]:
+    subtree = backend.base / "cgroup.subtree_control"
+    if not os.access(subtree, os.W_OK):
+        return ()
+    try:
+        offered = set((backend.base / "cgroup.controllers").read_text().split())
+    except OSError:
+        return ()
+    return tuple(name for name in V2_CONTROLLERS if name in offered)
