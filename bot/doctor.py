@@ -343,3 +343,14 @@ def vault(settings: Settings) -> Check:
         return Check("vault", "fail", f"cannot reach {secrets.vault_addr} ({error})", fix)
     status, state = VAULT_HEALTH.get(reply.status_code, ("fail", f"HTTP {reply.status_code}"))
     return Check("vault", "ok" if status == "ok" else "fail", f"{secrets.vault_addr}: {state}", fix)
+
+
+def sandbox_note(settings: Settings) -> str | None:
+    """One line for a report made in no-cgroup mode: which guarantees were weaker; else None."""
+    if settings.sandbox.provider != "local":
+        return None
+    mode = settings.sandbox.cgroups
+    status = cgroup_status(mode, settings.sandbox.cgroup_root, settings.sandbox_dir / ".groups")
+    if status.mode != "none":
+        return None
+    return "sandboxes ran in no-cgroup mode (rlimits); weaker: " + "; ".join(status.weaker)
