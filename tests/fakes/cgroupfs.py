@@ -7,6 +7,7 @@ where. What the kernel would do by itself (create a new group's files on mkdir, 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 ALL_CONTROLLERS = "cpuset cpu io memory hugetlb pids rdma misc"
@@ -36,9 +37,11 @@ def make_unified_mount(
     *,
     controllers: str = "cpu memory pids",
     procs: tuple[int, ...] = (4242, 4343),
+    delegated: bool = True,
 ) -> Path:
-    """A cgroup2 mount at `root` whose group `own` (this process's, delegated) offers
-    `controllers` and holds `procs`. Returns the group's folder."""
+    """A cgroup2 mount at `root` whose group `own` (this process's) offers `controllers` and
+    holds `procs`; `delegated` marks it as systemd marks a `Delegate=yes` unit's group (the
+    `trusted.delegate` xattr). Returns the group's folder."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "cgroup.controllers").write_text(ALL_CONTROLLERS + "\n")
     (root / "cgroup.subtree_control").write_text("cpu memory pids\n")
@@ -51,6 +54,8 @@ def make_unified_mount(
     kernel_mkdir(base)
     (base / "cgroup.controllers").write_text(controllers + "\n")
     (base / "cgroup.procs").write_text("".join(f"{pid}\n" for pid in procs))
+    if delegated:
+        os.setxattr(base, "trusted.delegate", b"1")
     return base
 
 

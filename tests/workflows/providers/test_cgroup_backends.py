@@ -46,6 +46,17 @@ def test_auto_falls_back_to_no_cgroups_when_v2_lacks_controllers(tmp_path: Path)
     assert backend.weaker  # what the report and `evalbot doctor` list
 
 
+def test_auto_leaves_a_cgroup_not_delegated_to_us_alone(tmp_path: Path) -> None:
+    """A login session's scope, say: writable as root, but systemd's, not ours."""
+    base = make_unified_mount(tmp_path / "cg", OWN, delegated=False)
+    backend, problem = select_backend("auto", tmp_path / "cg", tmp_path / "groups", own=OWN)
+    assert isinstance(backend, NoCgroupBackend) and problem is None
+    assert "is not delegated to this process" in backend.reason
+    assert not (base / SUPERVISOR_LEAF).exists()  # nothing was moved
+    backend, problem = select_backend("v2", tmp_path / "cg", tmp_path / "groups", own=OWN)
+    assert isinstance(backend, V2Backend) and problem is None  # forced: the operator vouches
+
+
 def test_forced_v2_on_a_host_without_it_is_a_problem_not_a_fallback(tmp_path: Path) -> None:
     make_unified_mount(tmp_path / "cg", OWN, controllers="")
     backend, problem = select_backend("v2", tmp_path / "cg", tmp_path / "groups", own=OWN)

@@ -82,7 +82,7 @@ def select_backend(
         return NoCgroupBackend(state_dir), None
     backend: CgroupBackend
     if mode == "v2" or (mode == "auto" and is_unified(root)):
-        backend = V2Backend.at(root, own)
+        backend = V2Backend.at(root, own, forced=mode == "v2")
     else:
         backend = V1Backend(root)
     problem = backend.problem()

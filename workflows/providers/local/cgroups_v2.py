@@ -1,8 +1,11 @@
 """cgroup v2 (the unified hierarchy) for one sandbox: the `v2` backend of cgroup_backend.py.
 
-Everything happens in a *delegated* subtree: the cgroup this process runs in (a systemd unit with
-`Delegate=yes`, a container's own cgroup, or the root when we are root on the host), read from
-`/proc/self/cgroup`. The kernel's "no internal processes" rule forbids a non-root cgroup that has
+Everything happens in a *delegated* subtree: the cgroup this process runs in, read from
+`/proc/self/cgroup`, when it is ours to manage — a systemd unit with `Delegate=yes` (systemd marks
+it with the `trusted.delegate` or `user.delegate` xattr), or the root of our cgroup namespace (a
+container's own cgroup, or the host's root). In `auto` mode any other cgroup (a login session's
+scope, say) is left alone, and the provider runs without cgroups; `EVALBOT_SANDBOX_CGROUPS=v2`
+uses it anyway. The kernel's "no internal processes" rule forbids a non-root cgroup that has
 processes from enabling controllers for its children, so `prepare` first moves the processes of
 that cgroup into a leaf of it (`evalbot-supervisor`), then enables the controllers:
 
@@ -184,12 +187,13 @@ class V2Backend:
 
     root: Path
     own: str = "/"  # this process's cgroup (own_cgroup()), relative to the mount
+    require_delegation: bool = True  # False when v2 is forced: the operator vouches for it
     mode: str = "v2"
     weaker: tuple[str, ...] = ()
 
     @classmethod
-    def at(cls, root: Path, own: str | None = None) -> V2Backend:
-        return cls(root, own if own is not None else own_cgroup())
+    def at(cls, root: Path, own: str | None = None, *, forced: bool = False) -> V2Backend:
+        return cls(root, own if own is not None else own_cgroup(), not forced)
 
     @property
     def base(self) -> Path:
@@ -210,7 +214,22 @@ class V2Backend:
             )
         if not (os.access(base, os.W_OK) and os.access(base / "cgroup.subtree_control", os.W_OK)):
             return f"cgroup v2 group {base} is not writable (not delegated to this process)"
+        if self.require_delegation and not self.delegated():
+            return (
+                f"cgroup v2 group {base} is not delegated to this process (run it in a systemd "
+                "unit with Delegate=yes, or set EVALBOT_SANDBOX_CGROUPS=v2 to use it anyway)"
+            )
         return None
+
+    def delegated(self) -> bool:
+        """Ours to manage: the root of our cgroup namespace, or marked delegated by systemd."""
+        if self.own.strip("/") == "":
+            return True
+        for name in ("trusted.delegate", "user.delegate"):
+            with contextlib.suppress(OSError):
+                if os.getxattr(self.base, name) == b"1":
+                    return True
+        return False
 
     def prepare(self) -> None:
         """Enable the controllers for the sandboxes' groups (idempotent; every worker calls it)."""
