@@ -45,7 +45,7 @@ async def local_kit(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[K
 
 
 @pytest.fixture(scope="session", params=["cgroups", "no-cgroups"])
-def hostile_kit(request: pytest.FixtureRequest, local_kit: Kit) -> Kit:
+def mode_kit(request: pytest.FixtureRequest, local_kit: Kit) -> Kit:
     """The `local` provider with this host's cgroups, and forced into no-cgroup mode
     (EVALBOT_SANDBOX_CGROUPS=none: rlimits, docs/sandbox.md) over the same folders and image:
     hostile agents meet both."""

@@ -14,6 +14,7 @@ from tests.workflows.providers.kits import Kit, run_to_end
 from workflows.providers.base import ProviderRefused, SandboxNotFound
 from workflows.providers.local import LocalProvider, LocalSandbox
 from workflows.providers.local.cgroups import CONTROLLERS
+from workflows.providers.local.no_cgroups import processes_of
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -64,21 +65,22 @@ async def test_limits_are_written_to_the_cgroups(local_kit: Kit) -> None:
         await sandbox.terminate()
 
 
-async def test_attach_after_a_reboot_remounts_the_disk(local_kit: Kit) -> None:
-    """Mounts and cgroups vanish with a reboot; the sandbox's disk image does not."""
-    sandbox = await local_kit.provider.create(local_kit.spec())
+async def test_attach_after_a_reboot_remounts_the_disk(mode_kit: Kit) -> None:
+    """Mounts and cgroups vanish with a reboot; the sandbox's disk image does not (with cgroups
+    and in no-cgroup mode, whose marker stands in for the group)."""
+    sandbox = await mode_kit.provider.create(mode_kit.spec())
     assert isinstance(sandbox, LocalSandbox)
     await run_to_end(sandbox, "python3 answer.py")
     await sandbox.cgroups.remove()
     done = await asyncio.create_subprocess_exec("umount", str(sandbox.layout.root))
     assert await done.wait() == 0
-    again = await local_kit.make().attach(sandbox.id)
+    again = await mode_kit.make().attach(sandbox.id)
     assert (await again.read_file("/out/answer.md")).startswith(b"42")
     assert not await again.runner_alive()
     await again.terminate()
     assert not sandbox.disk_image.exists() and not sandbox.layout.root.exists()
     with pytest.raises(SandboxNotFound):
-        await local_kit.make().attach(sandbox.id)
+        await mode_kit.make().attach(sandbox.id)
 
 
 async def test_create_and_terminate_are_fast(local_kit: Kit) -> None:
@@ -105,15 +107,18 @@ async def test_sandbox_folder_is_private_to_root(local_kit: Kit) -> None:
         await sandbox.terminate()
 
 
-async def test_a_sandbox_cut_off_before_its_metadata_is_removed_whole(local_kit: Kit) -> None:
+async def test_a_sandbox_cut_off_before_its_metadata_is_removed_whole(mode_kit: Kit) -> None:
     """A worker killed between making the disk and writing the metadata: `attach` cannot find
     the sandbox, but `sandboxes_of` finds it by its id and `remove_leftover` removes its mount,
-    cgroups, disk and uid claim."""
-    provider = local_kit.provider
+    cgroups, disk and uid claim (with cgroups, and in no-cgroup mode: there it kills by the uid it
+    finds in the claim)."""
+    provider = mode_kit.provider
     assert isinstance(provider, LocalProvider)
     run_id = "exp/cut-off/arm/0"
-    sandbox = await provider.create(local_kit.spec(run_id=run_id))
+    sandbox = await provider.create(mode_kit.spec(run_id=run_id))
     assert isinstance(sandbox, LocalSandbox)
+    await sandbox.start("sleep 600")  # still running when its worker was killed
+    assert processes_of(sandbox.uid)
     sandbox.layout.meta.unlink()
     with pytest.raises(SandboxNotFound):
         await provider.attach(sandbox.id)
@@ -123,6 +128,7 @@ async def test_a_sandbox_cut_off_before_its_metadata_is_removed_whole(local_kit:
 
     assert not sandbox.layout.root.exists() and not sandbox.disk_image.exists()
     assert not sandbox.cgroups.exists()
+    assert processes_of(sandbox.uid) == []
     assert not [p for p in provider.slots.folder.glob("[0-9]*") if p.read_text() == sandbox.id]
     assert await provider.sandboxes_of(run_id) == []
 

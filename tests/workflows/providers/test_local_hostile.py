@@ -1,6 +1,6 @@
 """Hostile agents (tests/fakes/agents/) in `local` sandboxes: each is contained, quickly, and the
 host is untouched afterwards (no processes, cgroups, mounts or files left behind). Every test runs
-twice: with this host's cgroups and in no-cgroup mode (rlimits; `hostile_kit`, conftest.py)."""
+twice: with this host's cgroups and in no-cgroup mode (rlimits; `mode_kit`, conftest.py)."""
 
 from __future__ import annotations
 
@@ -59,12 +59,12 @@ async def assert_host_clean(kit: Kit, sandbox: LocalSandbox) -> None:
 
 
 @pytest.fixture
-async def run_hostile(hostile_kit: Kit) -> AsyncIterator[Run]:
+async def run_hostile(mode_kit: Kit) -> AsyncIterator[Run]:
     """Run a command to the end in a fresh sandbox; terminate it and check the host afterwards."""
     made: list[LocalSandbox] = []
 
     async def run(command: str, **limits: Any) -> tuple[LocalSandbox, dict[str, Any]]:
-        sandbox = await hostile_kit.provider.create(hostile_kit.spec(**limits))
+        sandbox = await mode_kit.provider.create(mode_kit.spec(**limits))
         assert isinstance(sandbox, LocalSandbox)
         made.append(sandbox)
         return sandbox, await run_to_end(sandbox, command, timeout_s=60)
@@ -72,7 +72,7 @@ async def run_hostile(hostile_kit: Kit) -> AsyncIterator[Run]:
     yield run
     for sandbox in made:
         await sandbox.terminate()
-        await assert_host_clean(hostile_kit, sandbox)
+        await assert_host_clean(mode_kit, sandbox)
 
 
 def with_cgroups(sandbox: LocalSandbox) -> bool:
@@ -135,22 +135,22 @@ async def test_host_environment_and_home_folders_stay_hidden(
     assert seen["files"]["/proc/1/environ"].startswith("<")  # the runner is not readable
 
 
-async def test_writes_outside_out_and_world_fail(run_hostile: Run, hostile_kit: Kit) -> None:
+async def test_writes_outside_out_and_world_fail(run_hostile: Run, mode_kit: Kit) -> None:
     runner_before = hashlib.sha256(RUNNER.read_bytes()).hexdigest()
-    image_before = sorted(p.name for p in Path(image_path(hostile_kit.image)).iterdir())
+    image_before = sorted(p.name for p in Path(image_path(mode_kit.image)).iterdir())
     sandbox, _ = await run_hostile("python3 agents/escape_writes.py")
     attempts = await result_of(sandbox)
     private = attempts.pop("/tmp/private.txt")
     assert private == "written"  # its own tmpfs, gone with the sandbox
     assert attempts and all(outcome.startswith("failed") for outcome in attempts.values()), attempts
     assert hashlib.sha256(RUNNER.read_bytes()).hexdigest() == runner_before
-    assert sorted(p.name for p in Path(image_path(hostile_kit.image)).iterdir()) == image_before
+    assert sorted(p.name for p in Path(image_path(mode_kit.image)).iterdir()) == image_before
     assert not any(info.path.startswith("escaped") for info in await sandbox.list_files("/case"))
     assert not Path("/escaped.txt").exists() and not Path("/tmp/private.txt").exists()
 
 
-async def test_fork_bomb_is_contained_by_the_pids_limit(hostile_kit: Kit) -> None:
-    sandbox = await hostile_kit.provider.create(hostile_kit.spec(pids=48, wall_timeout_s=3))
+async def test_fork_bomb_is_contained_by_the_pids_limit(mode_kit: Kit) -> None:
+    sandbox = await mode_kit.provider.create(mode_kit.spec(pids=48, wall_timeout_s=3))
     assert isinstance(sandbox, LocalSandbox)
     try:
         started = time.monotonic()
@@ -167,7 +167,7 @@ async def test_fork_bomb_is_contained_by_the_pids_limit(hostile_kit: Kit) -> Non
         assert (await sandbox.usage()).pids_limit_hit == with_cgroups(sandbox)
     finally:
         await sandbox.terminate()
-    await assert_host_clean(hostile_kit, sandbox)
+    await assert_host_clean(mode_kit, sandbox)
 
 
 async def test_memory_hog_is_killed_by_the_memory_limit(run_hostile: Run) -> None:
@@ -233,9 +233,9 @@ async def test_agent_cannot_create_user_namespaces(run_hostile: Run) -> None:
     assert b"Operation not permitted" in await sandbox.read_file("/out/stderr.log")
 
 
-async def test_sandboxes_run_as_distinct_unprivileged_users(hostile_kit: Kit) -> None:
-    first = await hostile_kit.provider.create(hostile_kit.spec())
-    second = await hostile_kit.provider.create(hostile_kit.spec())
+async def test_sandboxes_run_as_distinct_unprivileged_users(mode_kit: Kit) -> None:
+    first = await mode_kit.provider.create(mode_kit.spec())
+    second = await mode_kit.provider.create(mode_kit.spec())
     try:
         ids = [await box.exec(["id", "-u"]) for box in (first, second)]
         uids = {int(result.stdout) for result in ids}
@@ -258,10 +258,10 @@ async def test_agent_cannot_kill_or_trace_the_runner(run_hostile: Run) -> None:
     assert b"Permission denied" in await sandbox.read_file("/out/stderr.log")
 
 
-async def test_without_cgroups_the_limits_are_rlimits(hostile_kit: Kit) -> None:
+async def test_without_cgroups_the_limits_are_rlimits(mode_kit: Kit) -> None:
     """No-cgroup mode sets RLIMIT_AS/NPROC/CPU on the agent; with cgroups they stay unlimited."""
-    spec = hostile_kit.spec(memory_mb=200, pids=33, cpu=2.0, wall_timeout_s=10)
-    sandbox = await hostile_kit.provider.create(spec)
+    spec = mode_kit.spec(memory_mb=200, pids=33, cpu=2.0, wall_timeout_s=10)
+    sandbox = await mode_kit.provider.create(spec)
     assert isinstance(sandbox, LocalSandbox)
     try:
         await run_to_end(sandbox, "cat /proc/self/limits")

@@ -237,8 +237,14 @@ class V2Backend:
         if set(V2_CONTROLLERS) <= _tokens(top / "cgroup.subtree_control"):
             return
         enable = " ".join(f"+{name}" for name in V2_CONTROLLERS)
-        self._leave_base()
-        (self.base / "cgroup.subtree_control").write_text(enable)
+        for attempt in range(5):
+            self._leave_base()
+            try:
+                (self.base / "cgroup.subtree_control").write_text(enable)
+                break
+            except OSError as error:  # EBUSY: a process was born in the base meanwhile
+                if error.errno != errno.EBUSY or attempt == 4:
+                    raise
         top.mkdir(exist_ok=True)
         (top / "cgroup.subtree_control").write_text(enable)
 

@@ -141,6 +141,13 @@ class RlimitGroup:
         return True
 
     async def remove(self, timeout_s: float = 5.0) -> None:
+        """Like a cgroup's rmdir, wait (a while) for the last processes to be gone first: the
+        runner writes its final state a moment before it exits, still holding the disk."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.pids():
+                break
+            await asyncio.sleep(0.01)
         self.marker.unlink(missing_ok=True)
 
 
