@@ -209,8 +209,9 @@ class V2Backend:
         missing = [name for name in V2_CONTROLLERS if name not in offered]
         if missing:
             return (
-                f"cgroup v2 controllers {', '.join(missing)} are not available in {base} (not "
-                "delegated to this process: run it in a systemd unit with Delegate=yes)"
+                f"cgroup v2 controllers {', '.join(missing)} are not available in {base} (its "
+                "parent does not enable them, or they are bound to cgroup v1; a systemd unit "
+                "with Delegate=yes gets them)"
             )
         if not (os.access(base, os.W_OK) and os.access(base / "cgroup.subtree_control", os.W_OK)):
             return f"cgroup v2 group {base} is not writable (not delegated to this process)"
