@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.cgroupfs import kernel_rmdir, make_unified_mount
 from tests.workflows.providers.kits import Kit, run_to_end
 from workflows.providers.base import ProviderRefused, SandboxNotFound
 from workflows.providers.local import LocalProvider, LocalSandbox
 from workflows.providers.local.cgroups import CONTROLLERS
+from workflows.providers.local.cgroups_v2 import own_cgroup
 from workflows.providers.local.no_cgroups import processes_of
 
 pytestmark = pytest.mark.timeout(120)
@@ -146,3 +148,29 @@ async def test_a_terminate_cut_short_mid_cgroup_removal_is_finished_by_the_next(
 
     assert [c for c in CONTROLLERS if sandbox.cgroups.path(c).exists()] == []
     assert not sandbox.layout.root.exists() and not sandbox.disk_image.exists()
+
+
+@pytest.mark.skipif(own_cgroup() != "/", reason="the fake mount stands for our namespace root")
+async def test_on_a_cgroup_v2_host_the_provider_writes_the_spec_limits_there(
+    local_kit: Kit, tmp_path: Path
+) -> None:
+    """The provider wired to the v2 backend, on a fake cgroup2 mount (tests/fakes/cgroupfs.py)
+    standing for a host where this process owns the root of its cgroup namespace: the spec's
+    limits land in the sandbox's group. (Nothing is started: the fake kernel enforces nothing.)"""
+    root = make_unified_mount(tmp_path / "cg", "/")
+    provider = LocalProvider(
+        local_kit.base / "sandboxes", local_kit.base / "images", cgroup_root=root
+    )
+    sandbox = await provider.create(local_kit.spec(cpu=1.5, memory_mb=256, pids=64))
+    assert isinstance(sandbox, LocalSandbox)
+    group = root / "evalbot" / sandbox.id
+    assert provider.backend.mode == "v2" and sandbox.cgroups.procs_files() == [
+        group / "cgroup.procs"
+    ]
+    assert (root / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
+    assert (group / "memory.max").read_text() == str(256 << 20)
+    assert (group / "pids.max").read_text() == "64"
+    assert (group / "cpu.max").read_text() == "150000 100000"
+    kernel_rmdir(group)
+    await sandbox.terminate()
+    assert not group.exists() and not sandbox.layout.root.exists()

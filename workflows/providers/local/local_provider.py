@@ -405,6 +405,7 @@ class LocalProvider(SandboxProvider):
 
     async def make_shell(self, sandbox: LocalSandbox, size_mb: int, limits: ResourceLimits) -> None:
         """What does not depend on the run: disk, cgroups, uid, /etc, an empty /out."""
+        self.check_host()  # the warm pool comes here directly; cgroup v2 must be prepared first
         layout, uid = sandbox.layout, sandbox.uid
         await create_disk(sandbox.disk_image, layout.root, size_mb)
         # Metadata first: a worker killed from here on leaves a sandbox that `attach` finds and
