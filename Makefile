@@ -8,7 +8,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test bootstrap system-packages lint typecheck actionlint unit clean chaos
 
+# `evalbot doctor` first: one line per check with its fix; it stops the demo only when something
+# the sandboxes need is missing (docs/cli.md).
 demo: bootstrap
+	$(VENV)/bin/evalbot doctor
 	$(VENV)/bin/evalbot demo
 
 test: bootstrap lint typecheck actionlint unit

@@ -16,6 +16,7 @@ from bot.commands import (
     budget,
     cases,
     compare,
+    doctor,
     experiments,
     history,
     modal,
@@ -43,7 +44,8 @@ def _register_commands() -> None:
     cli.add_command(prewarm.prewarm_group)
     cli.add_command(modal.modal_group)
     for extra in (compare.compare_command, wait.wait_command, cases.cases_group,
-                  history.history_command, budget.estimate_command):  # fmt: skip
+                  history.history_command, budget.estimate_command,
+                  doctor.doctor_command):  # fmt: skip
         cli.add_command(extra)
 
 

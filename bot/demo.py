@@ -1,5 +1,10 @@
 """`evalbot demo`: a sample agent in a fresh git repository with a `main` commit and a PR branch,
-dataset `bar` on both arms on the local bubblewrap provider, and the diff table."""
+dataset `bar` on both arms on the local bubblewrap provider, and the diff table.
+
+The sample agent, its PR change, the dataset and its world ship with the package
+(`bot/demo_matter/`, package data; in a checkout its entries link to examples/, datasets/ and
+worlds/), so the demo runs from any folder and from an installed wheel.
+"""
 
 from __future__ import annotations
 
@@ -22,12 +27,19 @@ class DemoMatter:
     dataset: str
 
 
-def demo_matter(root: Path) -> DemoMatter:
+DEMO_MATTER = Path(__file__).parent / "demo_matter"
+DEMO_DATASET = "bar"
+
+
+def demo_matter(root: Path = DEMO_MATTER) -> DemoMatter:
+    """The packaged matter. Links are resolved (a checkout's entries point into the repository):
+    the sandboxes copy the world with `cp -a`, which would copy a link, not the folder."""
+    dataset = (root / "datasets" / DEMO_DATASET).resolve()
     return DemoMatter(
-        agent=root / "examples" / "legal-agent",
-        pr_overlay=root / "examples" / "legal-agent-pr",
-        catalog_root=root,
-        dataset="bar",
+        agent=(root / "examples" / "legal-agent").resolve(),
+        pr_overlay=(root / "examples" / "legal-agent-pr").resolve(),
+        catalog_root=dataset.parents[1],
+        dataset=DEMO_DATASET,
     )
 
 

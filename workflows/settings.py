@@ -199,6 +199,12 @@ class SandboxSettings(_Group):
         validation_alias="EVALBOT_CGROUP_ROOT",
         description="Where the cgroup controllers are mounted (local).",
     )
+    cgroups: Literal["auto", "v1", "v2", "none"] = Field(
+        "auto",
+        description="How the local provider limits sandboxes: cgroup v1, cgroup v2 (a delegated "
+        "subtree), none (rlimits: weaker memory, CPU and process limits), or auto (the host's "
+        "cgroup version, none when it has no writable controllers). docs/sandbox.md.",
+    )
     prewarm_keep: int = Field(
         3,
         ge=1,

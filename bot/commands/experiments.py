@@ -18,6 +18,7 @@ from bot import composition, demo
 from bot.commands.errors import CommandError, command_errors
 from bot.commands.plan_flags import ExperimentFlags, experiment_options
 from bot.commands.run_budget import budget_labels, estimate_line
+from bot.doctor import sandbox_note
 from bot.progress import ProgressDisplay
 from bot.render import render_markdown
 from workflows.catalog.catalog_errors import CatalogError, UnknownNameError
@@ -63,6 +64,8 @@ def run_command(
         click.echo(f"estimate: {estimate_line(store, spec, parallel)}", err=True)
     report = asyncio.run(run_experiment(settings, store, spec, max_parallel, quiet=as_json))
     _print_report(report, as_json)
+    if note := sandbox_note(settings):
+        click.echo(f"sandbox: {note}", err=True)
 
 
 async def run_experiment(
@@ -258,13 +261,31 @@ COMMANDS: list[click.Command] = [
 
 @click.command("demo")
 @click.option("--trials", type=click.IntRange(1, 20), default=3, show_default=True)
-@click.option("--output", type=click.Path(path_type=Path), default=Path("demo-output"))
+@click.option(
+    "--output",
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("demo-output"),
+    show_default=True,
+    help="Folder for the results (a new demo-<time> folder inside it), under the current one.",
+)
+@click.option(
+    "--case",
+    "cases",
+    multiple=True,
+    help="Only this case of `bar` (ID or tag:T; repeatable): a smaller demo.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (notes on stderr).")
 @click.pass_obj
 @command_errors
-def demo_command(settings: Settings, trials: int, output: Path, as_json: bool) -> None:
-    """Evaluate the sample legal agent: main vs a PR branch, dataset `bar`, on this machine."""
-    matter = demo.demo_matter(Path(settings.catalog_root).resolve())
+def demo_command(
+    settings: Settings, trials: int, output: Path, cases: tuple[str, ...], as_json: bool
+) -> None:
+    """Evaluate the sample legal agent: main vs a PR branch, dataset `bar`, on this machine.
+    Runs from any folder: the agent, dataset and world ship with evalbot."""
+    matter = demo.demo_matter()
+    settings = settings.with_changes(catalog_root=matter.catalog_root)
+    spec_cases = list(cases)
     folder = demo.output_folder(output.resolve())
     repo = folder / "agent-repo"
     base, head = demo.build_demo_repo(matter, repo)
@@ -279,11 +300,15 @@ def demo_command(settings: Settings, trials: int, output: Path, as_json: bool) -
         dataset=matter.dataset,
         arms=arms,
         trials=trials,
+        case_selectors=spec_cases,
     )
     store = composition.open_store(settings)
     report = asyncio.run(run_experiment(settings, store, spec, quiet=as_json))
     markdown = render_markdown(report)
     _print_report(report, as_json)
+    if note := sandbox_note(settings):  # the report says which guarantees were weaker
+        markdown += f"\n\n> **Sandbox:** {note}\n"
+        click.echo(f"\nsandbox: {note}", err=as_json)
     demo.write_results(folder, markdown, report.model_dump(mode="json"))
     click.echo(f"\ndemo: report.md and results.json are in {folder}", err=as_json)
 

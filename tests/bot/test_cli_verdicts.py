@@ -109,7 +109,7 @@ def test_a_host_that_cannot_run_the_provider_stops_before_the_first_cell(
 
     ran = evalbot(
         data, catalog, *run_args(repo.path, repo.base, repo.head),
-        env={"EVALBOT_CGROUP_ROOT": str(no_cgroups)},
+        env={"EVALBOT_CGROUP_ROOT": str(no_cgroups), "EVALBOT_SANDBOX_CGROUPS": "v1"},
     )  # fmt: skip
 
     assert ran.returncode == 1
@@ -117,7 +117,7 @@ def test_a_host_that_cannot_run_the_provider_stops_before_the_first_cell(
     assert "Traceback" not in ran.stderr
     (line,) = ran.stderr.strip().splitlines()
     assert line.startswith("evalbot: error: the local sandbox provider cannot run here:")
-    assert "cgroup" in line and "EVALBOT_PROVIDER" in line  # the cause and the fix
+    assert "cgroup v1" in line and "EVALBOT_SANDBOX_CGROUPS=none" in line  # the cause, the fix
     store = Store.from_settings(Settings(data_dir=data))
     store.migrate()
     assert [store.list_runs(e.spec.experiment_id) for e in store.list_experiments()] in ([], [[]])

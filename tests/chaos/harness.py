@@ -349,6 +349,8 @@ def host_residue(settings: Settings, spec: ExperimentSpec) -> list[str]:
     there should be none)."""
     slug = sandbox_slug(spec.experiment_id)
     cgroups = [str(path) for path in CGROUP_ROOT.glob(f"*/evalbot/{slug}*") if path.is_dir()]
+    # no-cgroup mode's stand-ins for the groups (workflows/providers/local/no_cgroups.py)
+    cgroups += [str(path) for path in (settings.sandbox_dir / ".groups").glob(f"evalbot/{slug}*")]
     with open("/proc/self/mounts", encoding="utf-8") as handle:
         mounts = [line.split()[1] for line in handle if str(settings.sandbox_dir) in line]
     claims = [str(path) for path in uid_claims(settings, slug)]

@@ -22,7 +22,10 @@ class DyingSandboxes(LocalProvider):
 
     def __init__(self, settings: Settings, doomed: Callable[[str], bool]) -> None:
         super().__init__(
-            settings.sandbox_dir, settings.image_dir, cgroup_root=settings.sandbox.cgroup_root
+            settings.sandbox_dir,
+            settings.image_dir,
+            cgroup_root=settings.sandbox.cgroup_root,
+            cgroups=settings.sandbox.cgroups,
         )
         self.doomed = doomed
         self.killed: list[str] = []  # run ids whose sandbox died, once per sandbox

@@ -40,6 +40,7 @@ ENVIRONMENT: list[tuple[str, str, str, Any]] = [
     ("EVALBOT_LOCAL_STAGE_MAX_S", "sandbox.local_stage_max_s", "0", 0),
     ("EVALBOT_RUN_BATCH_SIZE", "sandbox.run_batch_size", "3", 3),
     ("EVALBOT_CGROUP_ROOT", "sandbox.cgroup_root", "/cg", Path("/cg")),
+    ("EVALBOT_SANDBOX_CGROUPS", "sandbox.cgroups", "none", "none"),
     ("EVALBOT_PREWARM_KEEP", "sandbox.prewarm_keep", "5", 5),
     ("EVALBOT_WARM_POOL_SIZE", "sandbox.warm_pool_size", "4", 4),
     ("EVALBOT_BUILD_ALLOW_DOMAINS", "sandbox.build_allow_domains", '["pypi.org"]', ["pypi.org"]),
@@ -131,7 +132,7 @@ def test_the_table_covers_every_setting_and_every_flat_variable() -> None:
     """A setting added without a row here, or a row for a setting that went, fails."""
     paths = [path for path, _, _ in setting_fields()]
     assert sorted(paths) == sorted(path for _, path, _, _ in ENVIRONMENT)
-    assert len({name for name, _, _, _ in ENVIRONMENT}) == len(ENVIRONMENT) == 87
+    assert len({name for name, _, _, _ in ENVIRONMENT}) == len(ENVIRONMENT) == 88
 
 
 @pytest.mark.parametrize(("variable", "path", "raw", "expected"), ENVIRONMENT)

@@ -40,6 +40,7 @@ def _local(settings: Settings) -> SandboxProvider:
         build_allow_domains=settings.sandbox.build_allow_domains,
         warm_pool_size=settings.sandbox.warm_pool_size,
         cgroup_root=settings.sandbox.cgroup_root,
+        cgroups=settings.sandbox.cgroups,
     )
 
 

@@ -130,7 +130,9 @@ def judge() -> Iterator[FakeOpenAI]:
     server.stop()
 
 
+@pytest.mark.parametrize("cgroups", ["auto", "none"])  # this host's cgroups; no-cgroup mode
 async def test_more_hostile_agents_are_classified_and_contained(
+    cgroups: str,
     engine_settings: Settings,
     judge: FakeOpenAI,
     tmp_path: Path,
@@ -157,7 +159,7 @@ async def test_more_hostile_agents_are_classified_and_contained(
     await probe_sink(dns_port, sink, tcp_hits)  # it does hear what reaches it
     settings = engine_settings.with_changes(
         catalog_root=write_catalog(tmp_path / "catalog", cases=1, judged=True),
-        sandbox={"max_concurrent_runs": 16},
+        sandbox={"max_concurrent_runs": 16, "cgroups": cgroups},
         judge={"base_url": judge.base_url, "api_key": "sk-hostile", "rate_per_s": 0},
     )
     hostile_repo(tmp_path / "agent")

@@ -14,6 +14,7 @@ from tests.workflows.providers.kits import (
     make_world,
     skip_reason,
 )
+from workflows.providers.local import LocalProvider
 
 
 async def build_kit(name: str, base: Path) -> Kit:
@@ -43,3 +44,19 @@ async def local_kit(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[K
     if reason:
         pytest.skip(f"local provider unavailable: {reason}")
     yield await build_kit("local", tmp_path_factory.mktemp("kit-local-hostile"))
+
+
+@pytest.fixture(scope="session", params=["cgroups", "no-cgroups"])
+def mode_kit(request: pytest.FixtureRequest, local_kit: Kit) -> Kit:
+    """The `local` provider with this host's cgroups, and forced into no-cgroup mode
+    (EVALBOT_SANDBOX_CGROUPS=none: rlimits, docs/sandbox.md) over the same folders and image:
+    hostile agents meet both."""
+    if request.param == "cgroups":
+        return local_kit
+    base = local_kit.base
+
+    def make() -> LocalProvider:
+        sandboxes, images = base / "sandboxes", base / "images"
+        return LocalProvider(sandboxes, images, start_timeout_s=20, cgroups="none")
+
+    return Kit("local", base, make, local_kit.repo, local_kit.image, local_kit.world)

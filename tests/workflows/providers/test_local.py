@@ -10,19 +10,45 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.cgroupfs import kernel_rmdir, make_unified_mount
 from tests.workflows.providers.kits import Kit, run_to_end
 from workflows.providers.base import ProviderRefused, SandboxNotFound
 from workflows.providers.local import LocalProvider, LocalSandbox
 from workflows.providers.local.cgroups import CONTROLLERS
+from workflows.providers.local.cgroups_v2 import own_cgroup
+from workflows.providers.local.no_cgroups import processes_of
 
 pytestmark = pytest.mark.timeout(120)
 
 
-async def test_refuses_without_cgroups(local_kit: Kit, tmp_path: Path) -> None:
-    provider = LocalProvider(tmp_path / "s", tmp_path / "i", cgroup_root=tmp_path / "no-cgroups")
-    with pytest.raises(ProviderRefused, match="cgroup v1 controllers not writable"):
-        await provider.create(local_kit.spec())
+async def test_refuses_a_forced_cgroup_mode_the_host_lacks(local_kit: Kit, tmp_path: Path) -> None:
+    for mode, missing in (("v1", "cgroup v1 controllers not writable"), ("v2", "not a cgroup v2")):
+        provider = LocalProvider(
+            tmp_path / "s", tmp_path / "i", cgroup_root=tmp_path / "no-cgroups", cgroups=mode
+        )
+        with pytest.raises(ProviderRefused, match=missing) as refused:
+            await provider.create(local_kit.spec())
+        assert "EVALBOT_SANDBOX_CGROUPS=none" in str(refused.value)  # the way out
     assert not (tmp_path / "s").exists()
+
+
+async def test_without_cgroups_auto_mode_runs_with_rlimits(
+    local_kit: Kit, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No cgroup mount at all (an unprivileged container): sandboxes still run, and say so."""
+    provider = LocalProvider(
+        local_kit.base / "sandboxes", local_kit.base / "images", cgroup_root=tmp_path / "none"
+    )
+    sandbox = await provider.create(local_kit.spec())
+    try:
+        state = await run_to_end(sandbox, "python3 answer.py")
+        assert state["exit_code"] == 0
+        assert (await sandbox.read_file("/out/answer.md")).startswith(b"42")
+    finally:
+        await sandbox.terminate()
+    assert provider.backend.mode == "none"
+    (notice,) = [r.getMessage() for r in caplog.records if "no-cgroup mode" in r.getMessage()]
+    assert "\n" not in notice and "docs/sandbox.md" in notice
 
 
 async def test_limits_are_written_to_the_cgroups(local_kit: Kit) -> None:
@@ -41,21 +67,22 @@ async def test_limits_are_written_to_the_cgroups(local_kit: Kit) -> None:
         await sandbox.terminate()
 
 
-async def test_attach_after_a_reboot_remounts_the_disk(local_kit: Kit) -> None:
-    """Mounts and cgroups vanish with a reboot; the sandbox's disk image does not."""
-    sandbox = await local_kit.provider.create(local_kit.spec())
+async def test_attach_after_a_reboot_remounts_the_disk(mode_kit: Kit) -> None:
+    """Mounts and cgroups vanish with a reboot; the sandbox's disk image does not (with cgroups
+    and in no-cgroup mode, whose marker stands in for the group)."""
+    sandbox = await mode_kit.provider.create(mode_kit.spec())
     assert isinstance(sandbox, LocalSandbox)
     await run_to_end(sandbox, "python3 answer.py")
     await sandbox.cgroups.remove()
     done = await asyncio.create_subprocess_exec("umount", str(sandbox.layout.root))
     assert await done.wait() == 0
-    again = await local_kit.make().attach(sandbox.id)
+    again = await mode_kit.make().attach(sandbox.id)
     assert (await again.read_file("/out/answer.md")).startswith(b"42")
     assert not await again.runner_alive()
     await again.terminate()
     assert not sandbox.disk_image.exists() and not sandbox.layout.root.exists()
     with pytest.raises(SandboxNotFound):
-        await local_kit.make().attach(sandbox.id)
+        await mode_kit.make().attach(sandbox.id)
 
 
 async def test_create_and_terminate_are_fast(local_kit: Kit) -> None:
@@ -82,15 +109,18 @@ async def test_sandbox_folder_is_private_to_root(local_kit: Kit) -> None:
         await sandbox.terminate()
 
 
-async def test_a_sandbox_cut_off_before_its_metadata_is_removed_whole(local_kit: Kit) -> None:
+async def test_a_sandbox_cut_off_before_its_metadata_is_removed_whole(mode_kit: Kit) -> None:
     """A worker killed between making the disk and writing the metadata: `attach` cannot find
     the sandbox, but `sandboxes_of` finds it by its id and `remove_leftover` removes its mount,
-    cgroups, disk and uid claim."""
-    provider = local_kit.provider
+    cgroups, disk and uid claim (with cgroups, and in no-cgroup mode: there it kills by the uid it
+    finds in the claim)."""
+    provider = mode_kit.provider
     assert isinstance(provider, LocalProvider)
     run_id = "exp/cut-off/arm/0"
-    sandbox = await provider.create(local_kit.spec(run_id=run_id))
+    sandbox = await provider.create(mode_kit.spec(run_id=run_id))
     assert isinstance(sandbox, LocalSandbox)
+    await sandbox.start("sleep 600")  # still running when its worker was killed
+    assert processes_of(sandbox.uid)
     sandbox.layout.meta.unlink()
     with pytest.raises(SandboxNotFound):
         await provider.attach(sandbox.id)
@@ -100,6 +130,7 @@ async def test_a_sandbox_cut_off_before_its_metadata_is_removed_whole(local_kit:
 
     assert not sandbox.layout.root.exists() and not sandbox.disk_image.exists()
     assert not sandbox.cgroups.exists()
+    assert processes_of(sandbox.uid) == []
     assert not [p for p in provider.slots.folder.glob("[0-9]*") if p.read_text() == sandbox.id]
     assert await provider.sandboxes_of(run_id) == []
 
@@ -117,3 +148,29 @@ async def test_a_terminate_cut_short_mid_cgroup_removal_is_finished_by_the_next(
 
     assert [c for c in CONTROLLERS if sandbox.cgroups.path(c).exists()] == []
     assert not sandbox.layout.root.exists() and not sandbox.disk_image.exists()
+
+
+@pytest.mark.skipif(own_cgroup() != "/", reason="the fake mount stands for our namespace root")
+async def test_on_a_cgroup_v2_host_the_provider_writes_the_spec_limits_there(
+    local_kit: Kit, tmp_path: Path
+) -> None:
+    """The provider wired to the v2 backend, on a fake cgroup2 mount (tests/fakes/cgroupfs.py)
+    standing for a host where this process owns the root of its cgroup namespace: the spec's
+    limits land in the sandbox's group. (Nothing is started: the fake kernel enforces nothing.)"""
+    root = make_unified_mount(tmp_path / "cg", "/")
+    provider = LocalProvider(
+        local_kit.base / "sandboxes", local_kit.base / "images", cgroup_root=root
+    )
+    sandbox = await provider.create(local_kit.spec(cpu=1.5, memory_mb=256, pids=64))
+    assert isinstance(sandbox, LocalSandbox)
+    group = root / "evalbot" / sandbox.id
+    assert provider.backend.mode == "v2" and sandbox.cgroups.procs_files() == [
+        group / "cgroup.procs"
+    ]
+    assert (root / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
+    assert (group / "memory.max").read_text() == str(256 << 20)
+    assert (group / "pids.max").read_text() == "64"
+    assert (group / "cpu.max").read_text() == "150000 100000"
+    kernel_rmdir(group)
+    await sandbox.terminate()
+    assert not group.exists() and not sandbox.layout.root.exists()

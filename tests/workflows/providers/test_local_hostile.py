@@ -1,5 +1,6 @@
 """Hostile agents (tests/fakes/agents/) in `local` sandboxes: each is contained, quickly, and the
-host is untouched afterwards (no processes, cgroups, mounts or files left behind)."""
+host is untouched afterwards (no processes, cgroups, mounts or files left behind). Every test runs
+twice: with this host's cgroups and in no-cgroup mode (rlimits; `mode_kit`, conftest.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from workflows.prewarm.image_label import image_path
 from workflows.providers.base import FileKind
 from workflows.providers.common import RUNNER
 from workflows.providers.local import LocalSandbox
-from workflows.providers.local.cgroups import CONTROLLERS
+from workflows.providers.local.cgroups import CONTROLLERS, CgroupSet
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -47,8 +48,10 @@ async def assert_host_clean(kit: Kit, sandbox: LocalSandbox) -> None:
             break
         await asyncio.sleep(0.05)
     assert uid_processes(sandbox.uid) == []
-    for controller in CONTROLLERS:
-        assert not sandbox.cgroups.path(controller).exists()
+    assert not sandbox.cgroups.exists()
+    if isinstance(sandbox.cgroups, CgroupSet):
+        for controller in CONTROLLERS:
+            assert not sandbox.cgroups.path(controller).exists()
     assert not os.path.ismount(sandbox.layout.root)
     assert not sandbox.layout.root.exists()
     assert not sandbox.disk_image.exists()
@@ -56,12 +59,12 @@ async def assert_host_clean(kit: Kit, sandbox: LocalSandbox) -> None:
 
 
 @pytest.fixture
-async def run_hostile(local_kit: Kit) -> AsyncIterator[Run]:
+async def run_hostile(mode_kit: Kit) -> AsyncIterator[Run]:
     """Run a command to the end in a fresh sandbox; terminate it and check the host afterwards."""
     made: list[LocalSandbox] = []
 
     async def run(command: str, **limits: Any) -> tuple[LocalSandbox, dict[str, Any]]:
-        sandbox = await local_kit.provider.create(local_kit.spec(**limits))
+        sandbox = await mode_kit.provider.create(mode_kit.spec(**limits))
         assert isinstance(sandbox, LocalSandbox)
         made.append(sandbox)
         return sandbox, await run_to_end(sandbox, command, timeout_s=60)
@@ -69,7 +72,11 @@ async def run_hostile(local_kit: Kit) -> AsyncIterator[Run]:
     yield run
     for sandbox in made:
         await sandbox.terminate()
-        await assert_host_clean(local_kit, sandbox)
+        await assert_host_clean(mode_kit, sandbox)
+
+
+def with_cgroups(sandbox: LocalSandbox) -> bool:
+    return sandbox.provider.backend.mode != "none"
 
 
 async def result_of(sandbox: LocalSandbox) -> Any:
@@ -128,22 +135,22 @@ async def test_host_environment_and_home_folders_stay_hidden(
     assert seen["files"]["/proc/1/environ"].startswith("<")  # the runner is not readable
 
 
-async def test_writes_outside_out_and_world_fail(run_hostile: Run, local_kit: Kit) -> None:
+async def test_writes_outside_out_and_world_fail(run_hostile: Run, mode_kit: Kit) -> None:
     runner_before = hashlib.sha256(RUNNER.read_bytes()).hexdigest()
-    image_before = sorted(p.name for p in Path(image_path(local_kit.image)).iterdir())
+    image_before = sorted(p.name for p in Path(image_path(mode_kit.image)).iterdir())
     sandbox, _ = await run_hostile("python3 agents/escape_writes.py")
     attempts = await result_of(sandbox)
     private = attempts.pop("/tmp/private.txt")
     assert private == "written"  # its own tmpfs, gone with the sandbox
     assert attempts and all(outcome.startswith("failed") for outcome in attempts.values()), attempts
     assert hashlib.sha256(RUNNER.read_bytes()).hexdigest() == runner_before
-    assert sorted(p.name for p in Path(image_path(local_kit.image)).iterdir()) == image_before
+    assert sorted(p.name for p in Path(image_path(mode_kit.image)).iterdir()) == image_before
     assert not any(info.path.startswith("escaped") for info in await sandbox.list_files("/case"))
     assert not Path("/escaped.txt").exists() and not Path("/tmp/private.txt").exists()
 
 
-async def test_fork_bomb_is_contained_by_the_pids_limit(local_kit: Kit) -> None:
-    sandbox = await local_kit.provider.create(local_kit.spec(pids=48, wall_timeout_s=3))
+async def test_fork_bomb_is_contained_by_the_pids_limit(mode_kit: Kit) -> None:
+    sandbox = await mode_kit.provider.create(mode_kit.spec(pids=48, wall_timeout_s=3))
     assert isinstance(sandbox, LocalSandbox)
     try:
         started = time.monotonic()
@@ -156,17 +163,22 @@ async def test_fork_bomb_is_contained_by_the_pids_limit(local_kit: Kit) -> None:
         state = await wait_state(sandbox, timeout_s=20)
         assert state["termination"] == "timeout"
         assert time.monotonic() - started < 10
-        assert (await sandbox.usage()).pids_limit_hit
+        # without cgroups a refused fork is not reported (RLIMIT_NPROC; docs/sandbox.md)
+        assert (await sandbox.usage()).pids_limit_hit == with_cgroups(sandbox)
     finally:
         await sandbox.terminate()
-    await assert_host_clean(local_kit, sandbox)
+    await assert_host_clean(mode_kit, sandbox)
 
 
 async def test_memory_hog_is_killed_by_the_memory_limit(run_hostile: Run) -> None:
     started = time.monotonic()
     sandbox, state = await run_hostile("python3 agents/memory_hog.py", memory_mb=128)
     usage = await sandbox.usage()
-    assert 9 in (state["signal"], state["exit_code"] - 128) and state["termination"] is None
+    if with_cgroups(sandbox):  # the kernel's OOM killer, counted in the cgroup
+        assert 9 in (state["signal"], state["exit_code"] - 128) and state["termination"] is None
+    else:  # RLIMIT_AS: the allocation fails, the agent says so (MemoryError) and exits
+        assert state["exit_code"] == 1 and state["termination"] is None
+        assert b"MemoryError" in await sandbox.read_file("/out/stderr.log")
     assert usage.oom_killed
     assert usage.peak_memory_mb <= 128 + 1
     assert (await result_of(sandbox))["allocated_mb"] < 256
@@ -221,9 +233,9 @@ async def test_agent_cannot_create_user_namespaces(run_hostile: Run) -> None:
     assert b"Operation not permitted" in await sandbox.read_file("/out/stderr.log")
 
 
-async def test_sandboxes_run_as_distinct_unprivileged_users(local_kit: Kit) -> None:
-    first = await local_kit.provider.create(local_kit.spec())
-    second = await local_kit.provider.create(local_kit.spec())
+async def test_sandboxes_run_as_distinct_unprivileged_users(mode_kit: Kit) -> None:
+    first = await mode_kit.provider.create(mode_kit.spec())
+    second = await mode_kit.provider.create(mode_kit.spec())
     try:
         ids = [await box.exec(["id", "-u"]) for box in (first, second)]
         uids = {int(result.stdout) for result in ids}
@@ -244,3 +256,22 @@ async def test_agent_cannot_kill_or_trace_the_runner(run_hostile: Run) -> None:
     assert (state["exit_code"], state["termination"]) == (0, None)  # the runner lived to tell
     assert await sandbox.read_file("/out/stdout.log") == b"survived\n"
     assert b"Permission denied" in await sandbox.read_file("/out/stderr.log")
+
+
+async def test_without_cgroups_the_limits_are_rlimits(mode_kit: Kit) -> None:
+    """No-cgroup mode sets RLIMIT_AS/NPROC/CPU on the agent; with cgroups they stay unlimited."""
+    spec = mode_kit.spec(memory_mb=200, pids=33, cpu=2.0, wall_timeout_s=10)
+    sandbox = await mode_kit.provider.create(spec)
+    assert isinstance(sandbox, LocalSandbox)
+    try:
+        await run_to_end(sandbox, "cat /proc/self/limits")
+        limits = (await sandbox.read_file("/out/stdout.log")).decode()
+    finally:
+        await sandbox.terminate()
+    rows = {line[:26].strip(): line[26:].split()[:2] for line in limits.splitlines()[1:]}
+    if with_cgroups(sandbox):
+        assert rows["Max address space"] == ["unlimited", "unlimited"]
+        return
+    assert rows["Max address space"] == [str(200 << 20)] * 2
+    assert rows["Max processes"] == ["33", "33"]
+    assert rows["Max cpu time"] == [str(2 * 10 + 5), str(2 * 10 + 10)]  # cpu x wall + grace

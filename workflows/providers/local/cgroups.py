@@ -1,4 +1,5 @@
-"""cgroups v1 for one sandbox: limits, accounting, and killing everything inside.
+"""cgroup v1 for one sandbox: limits, accounting, and killing everything inside (the `v1` backend
+of cgroup_backend.py; cgroups_v2.py is the unified hierarchy, no_cgroups.py the rlimit fallback).
 
 One group named `evalbot/<sandbox id>` in each controller:
 
@@ -37,14 +38,10 @@ class CgroupUsage:
 
 
 def cgroups_available(root: Path = CGROUP_ROOT) -> str | None:
-    """None when every controller we need is mounted and writable; else what is missing."""
+    """None when every v1 controller we need is mounted and writable; else what is missing."""
     missing = [name for name in CONTROLLERS if not os.access(root / name, os.W_OK)]
     if missing:
-        return (
-            f"cgroup v1 controllers not writable under {root}: {', '.join(missing)}; the local "
-            "provider needs cgroup v1 (cgroup v2 is not supported yet, docs/sandbox.md): use a "
-            "cgroup v1 host or another provider (EVALBOT_PROVIDER=modal)"
-        )
+        return f"cgroup v1 controllers not writable under {root}: {', '.join(missing)}"
     return None
 
 
@@ -74,6 +71,10 @@ class CgroupSet:
 
     def procs_files(self) -> list[Path]:
         return [self.path(controller) / "cgroup.procs" for controller in CONTROLLERS]
+
+    def add(self, pid: int) -> None:
+        for procs in self.procs_files():
+            procs.write_text(str(pid))
 
     def create(self, limits: ResourceLimits, memory_mb: int | None = None) -> None:
         for controller in CONTROLLERS:
@@ -150,3 +151,21 @@ class CgroupSet:
                     if error.errno != errno.EBUSY or time.monotonic() >= deadline:
                         raise
                     await asyncio.sleep(0.01)
+
+
+@dataclass(frozen=True)
+class V1Backend:
+    """cgroup v1: one hierarchy per controller, mounted under `root` (writable as root)."""
+
+    root: Path = CGROUP_ROOT
+    mode: str = "v1"
+    weaker: tuple[str, ...] = ()
+
+    def problem(self) -> str | None:
+        return cgroups_available(self.root)
+
+    def prepare(self) -> None:
+        """Nothing to set up: every v1 hierarchy is ours to write as root."""
+
+    def group(self, name: str, uid: int | None = None) -> CgroupSet:
+        return CgroupSet(name, self.root)

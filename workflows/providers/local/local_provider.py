@@ -1,10 +1,10 @@
 """The `local` provider: bubblewrap sandboxes on this machine (docs/sandbox.md has the design).
 
 Per sandbox: a loop-mounted ext4 disk at `<sandbox_dir>/<id>/` (world/, case/, out/, etc/,
-meta.json, runner.log), cgroups `evalbot/<id>`, and a uid of its own. `start` launches the runner
-detached, as pid 1 of the sandbox's pid namespace, so it outlives the worker and any worker can
-`attach` to it later. Requires root, bubblewrap, util-linux (setpriv, mount), e2fsprogs, and
-writable cgroup v1 controllers.
+meta.json, runner.log), a cgroup `evalbot/<id>` (v1 or v2; rlimits in no-cgroup mode:
+cgroup_backend.py), and a uid of its own. `start` launches the runner detached, as pid 1 of the
+sandbox's pid namespace, so it outlives the worker and any worker can `attach` to it later.
+Requires root, bubblewrap, util-linux (setpriv, prlimit, mount) and e2fsprogs.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ from workflows.providers.common.sandbox_layout import (
 )
 from workflows.providers.common.settle import settled
 from workflows.providers.local import seccomp
-from workflows.providers.local.cgroups import CGROUP_ROOT, CgroupSet, CgroupUsage, cgroups_available
+from workflows.providers.local.cgroup_backend import CgroupBackend, SandboxGroup, select_backend
+from workflows.providers.local.cgroups import CGROUP_ROOT, CgroupUsage
 from workflows.providers.local.disk import (
     create_disk,
     disk_full,
@@ -76,6 +77,7 @@ from workflows.providers.local.disk import (
     mount_disk,
     remove_disk,
 )
+from workflows.providers.local.no_cgroups import NoCgroupBackend, looks_out_of_memory, rlimit_prefix
 from workflows.providers.local.slots import UidSlots
 
 log = logging.getLogger(__name__)
@@ -128,7 +130,7 @@ class LocalSandbox(FolderSandbox):
         super().__init__(sandbox_id, layout, meta)
         self.provider = provider
         self.uid = int(meta["uid"])
-        self.cgroups = CgroupSet(f"evalbot/{sandbox_id}", provider.cgroup_root)
+        self.cgroups: SandboxGroup = provider.backend.group(f"evalbot/{sandbox_id}", self.uid)
         self.disk_image = provider.disk_dir / f"{sandbox_id}.ext4"
 
     def owner(self) -> tuple[int, int]:
@@ -183,8 +185,9 @@ class LocalSandbox(FolderSandbox):
             command = egress.wrap_command(command)
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         filter_fd = seccomp_memfd()
+        runner = runner_command(self.limits, command, write_fd, self.limits.wall_timeout_s)
         argv = self.bwrap(as_pid_1=True, seccomp_fd=filter_fd).argv(
-            runner_command(self.limits, command, write_fd, self.limits.wall_timeout_s)
+            self.provider.rlimits(self.limits) + runner
         )
         try:
             pid = await launch_detached(
@@ -233,6 +236,7 @@ class LocalSandbox(FolderSandbox):
         self.require_alive()
         fsize = self.limits.file_size_mb * MIB
         limited = ["/usr/bin/prlimit", f"--fsize={fsize}", "--core=0", "--", *command]
+        limited = self.provider.rlimits(self.limits) + limited
         filter_fd = seccomp_memfd()
         try:
             argv = self.bwrap(die_with_parent=True, seccomp_fd=filter_fd).argv(limited)
@@ -248,6 +252,8 @@ class LocalSandbox(FolderSandbox):
 
     async def usage(self) -> ResourceUsage:
         measured = self.cgroups.usage() if self.cgroups.exists() else CgroupUsage(0.0, 0, 0, 0)
+        if self.provider.backend.mode == "none":
+            measured = self.rlimit_usage()
         return ResourceUsage(
             cpu_seconds=round(measured.cpu_seconds, 3),
             peak_memory_mb=round(measured.peak_memory_bytes / MIB, 1),
@@ -256,6 +262,19 @@ class LocalSandbox(FolderSandbox):
             pids_limit_hit=measured.pids_max_hits > 0,
             disk_limit_hit=bool((self.state() or {}).get("disk_full"))
             or disk_full(self.layout.root),
+        )
+
+    def rlimit_usage(self) -> CgroupUsage:
+        """No-cgroup mode: CPU and peak memory from the runner's rusage (the largest process's
+        peak RSS), memory exhaustion from what the agent said (no_cgroups.py)."""
+        state = self.state() or {}
+        rusage = state.get("rusage") or {}
+        finished = state.get("status") == "finished" and state.get("exit_code") != 0
+        return CgroupUsage(
+            cpu_seconds=float(rusage.get("cpu_seconds", 0.0)),
+            peak_memory_bytes=int(float(rusage.get("max_rss_mb", 0.0)) * MIB),
+            oom_kills=int(finished and looks_out_of_memory(self.layout.out / "stderr.log")),
+            pids_max_hits=0,
         )
 
     async def terminate(self) -> None:
@@ -285,6 +304,7 @@ class LocalProvider(SandboxProvider):
         build_limits: ResourceLimits = BUILD_LIMITS,
         build_timeout_s: float = 1800,
         cgroup_root: Path = CGROUP_ROOT,
+        cgroups: str = "auto",
         start_timeout_s: float = 30,
         build_allow_domains: Sequence[str] = (),
         egress_resolve: Mapping[str, str] | None = None,
@@ -305,6 +325,8 @@ class LocalProvider(SandboxProvider):
         self.build_limits = build_limits
         self.build_timeout_s = build_timeout_s
         self.cgroup_root = cgroup_root
+        self.cgroup_mode = cgroups
+        self._backend: tuple[CgroupBackend, str | None] | None = None
         self.start_timeout_s = start_timeout_s
         self.build_allow_domains = tuple(build_allow_domains)
         self.egress_resolve = dict(egress_resolve or {})  # pinned names (tests, private mirrors)
@@ -314,13 +336,39 @@ class LocalProvider(SandboxProvider):
             first_mb = disk_size_mb(HEADROOM_MB * MIB, ResourceLimits().disk_mb)
             self.pool = WarmPool(self, warm_pool_size, first_mb)
 
+    @property
+    def backend(self) -> CgroupBackend:
+        """The cgroup backend, chosen on first use (cgroup_backend.py)."""
+        return self.chosen_backend()[0]
+
+    def chosen_backend(self) -> tuple[CgroupBackend, str | None]:
+        """The backend and, for a forced mode this host cannot give, why not."""
+        if self._backend is None:
+            state_dir = self.sandbox_dir / ".groups"
+            self._backend = select_backend(self.cgroup_mode, self.cgroup_root, state_dir)
+        return self._backend
+
     def check_host(self) -> None:
         if self._host_checked:
             return
-        problem = host_problem(self.cgroup_root)
+        backend, cgroup_problem = self.chosen_backend()
+        problem = host_problem(self.cgroup_root, "none")
+        if problem is None and cgroup_problem:
+            problem = f"{cgroup_problem}; {FORCE_NONE}"
+        if problem is None:
+            try:
+                backend.prepare()
+            except OSError as error:
+                problem = f"could not set up cgroup {backend.mode} ({error}); {FORCE_NONE}"
         if problem:
             raise HostUnsupported(f"the local sandbox provider cannot run here: {problem}")
+        if isinstance(backend, NoCgroupBackend):
+            log.warning("evalbot: notice: %s", backend.notice())
         self._host_checked = True
+
+    def rlimits(self, limits: ResourceLimits) -> list[str]:
+        """The `prlimit` prefix of commands in no-cgroup mode; nothing with cgroups."""
+        return rlimit_prefix(limits) if self.backend.mode == "none" else []
 
     # -- create ---------------------------------------------------------------------------------
 
@@ -357,6 +405,7 @@ class LocalProvider(SandboxProvider):
 
     async def make_shell(self, sandbox: LocalSandbox, size_mb: int, limits: ResourceLimits) -> None:
         """What does not depend on the run: disk, cgroups, uid, /etc, an empty /out."""
+        self.check_host()  # the warm pool comes here directly; cgroup v2 must be prepared first
         layout, uid = sandbox.layout, sandbox.uid
         await create_disk(sandbox.disk_image, layout.root, size_mb)
         # Metadata first: a worker killed from here on leaves a sandbox that `attach` finds and
@@ -392,7 +441,8 @@ class LocalProvider(SandboxProvider):
             return
         except SandboxNotFound:
             pass
-        cgroups = CgroupSet(f"evalbot/{sandbox_id}", self.cgroup_root)
+        uid = await asyncio.to_thread(self.slots.uid_of, sandbox_id)
+        cgroups = self.backend.group(f"evalbot/{sandbox_id}", uid)
         await cgroups.kill_all()  # both do nothing for groups that are not there
         await cgroups.remove()
         await remove_disk(self.disk_dir / f"{sandbox_id}.ext4", self.sandbox_dir / sandbox_id)
@@ -462,7 +512,7 @@ class LocalProvider(SandboxProvider):
             await asyncio.to_thread(chown_tree, repo, uid, uid)
         os.chown(build_dir, uid, uid)
         write_etc(build_dir.parent / "etc", uid, uid)
-        cgroups = CgroupSet(f"evalbot/build-{secrets.token_hex(6)}", self.cgroup_root)
+        cgroups = self.backend.group(f"evalbot/build-{secrets.token_hex(6)}")
         cgroups.create(self.build_limits)
         filter_fd = seccomp_memfd()
         try:
@@ -498,7 +548,7 @@ class LocalProvider(SandboxProvider):
         repo: Path,
         build_dir: Path,
         setup: str,
-        cgroups: CgroupSet,
+        cgroups: SandboxGroup,
         filter_fd: int | None,
         egress_socket: Path | None,
     ) -> ExecResult:
@@ -524,7 +574,8 @@ class LocalProvider(SandboxProvider):
             seccomp_fd=filter_fd,
             extra_etc=BUILD_ETC_FILES,
         )
-        runner = runner_command(self.build_limits, setup, -1, self.build_timeout_s)
+        runner = self.rlimits(self.build_limits)
+        runner += runner_command(self.build_limits, setup, -1, self.build_timeout_s)
         env = build_env(BASE_ENV, self.build_env, fixed=fixed)
         return await run_bounded(
             joined(cgroups.procs_files(), command.argv(runner)),
@@ -552,8 +603,15 @@ HOST_TOOLS = {  # what the provider runs on the host, and the Debian package tha
 }
 
 
-def host_problem(cgroup_root: Path) -> str | None:
-    """What stops the provider on this host, with the fix, in one sentence; None if nothing."""
+FORCE_NONE = (
+    "set EVALBOT_SANDBOX_CGROUPS=none to run without cgroups (docs/sandbox.md), or use another "
+    "provider (EVALBOT_PROVIDER=modal)"
+)
+
+
+def host_problem(cgroup_root: Path, cgroups: str = "auto") -> str | None:
+    """What stops the provider on this host, with the fix, in one sentence; None if nothing.
+    Without cgroups the provider still runs (no-cgroup mode), unless a cgroup mode is forced."""
     if os.geteuid() != 0:
         return "it must run as root (cgroups, loop disks, a uid per sandbox); run evalbot as root"
     for tool, package in HOST_TOOLS.items():
@@ -563,4 +621,7 @@ def host_problem(cgroup_root: Path) -> str | None:
         return f"{RUNNER} must be readable by everyone (the sandbox users run it)"
     if not Path(SANDBOX_PYTHON).is_file():
         return f"{SANDBOX_PYTHON} (the runner's interpreter inside sandboxes) is missing"
-    return cgroups_available(cgroup_root)
+    _, problem = select_backend(cgroups, cgroup_root, Path("/nonexistent"))
+    if problem and cgroups in ("v1", "v2"):
+        return f"{problem}; {FORCE_NONE}"
+    return problem

@@ -52,6 +52,14 @@ class UidSlots:
             if path.read_text() == owner:
                 path.unlink()
 
+    def uid_of(self, owner: str) -> int | None:
+        """The uid `owner` claimed, if any."""
+        for path in self.folder.glob("[0-9]*") if self.folder.is_dir() else ():
+            with contextlib.suppress(OSError, ValueError):
+                if path.read_text() == owner:
+                    return int(path.name)
+        return None
+
     def release_owner(self, owner: str) -> None:
         """Free whatever `owner` claimed (its uid unknown: it was cut off before recording it)."""
         for path in self.folder.glob("[0-9]*") if self.folder.is_dir() else ():
