@@ -2,7 +2,8 @@
 
 The agent repository is the PR's base repository (GitHub serves a fork's head commit there too); the
 arms are `base` (the PR's base SHA, or the merge base with `--vs merge-base`) and `head` (the PR's
-head SHA). The dataset, its worlds and rubrics come from the service's catalog
+head SHA), or the request's `--arm`s, resolved and checked by bot/arm_policy.py (as are the config
+keys of `--set`). The dataset, its worlds and rubrics come from the service's catalog
 (`settings.catalog_root`), never from the PR branch. The experiment's budget is the repository's
 default (EVALBOT_REPO_BUDGETS_USD under `owner/name` or the clone URL, else EVALBOT_BUDGET_USD),
 lowered to what is left of the repository's daily cap (EVALBOT_DAILY_CAP_USD), and carried as the
@@ -16,6 +17,7 @@ import os
 import threading
 from pathlib import Path
 
+from bot.arm_policy import check_config_keys, head_ref, pr_arm
 from bot.github.github_types import PullInfo
 from bot.grammar import StartEval
 from bot.identity import BASE_ARM, HEAD_ARM, experiment_id
@@ -53,6 +55,10 @@ class Planner:
         self, pull: PullInfo, request: StartEval, base_sha: str, *, requested_by: str
     ) -> ExperimentSpec:
         arms = _arms(pull, request, base_sha)
+        check_config_keys(
+            [key for arm in arms for key in arm.config],
+            self.settings.github.allowed_arm_config_keys,
+        )
         template = self._template(request, arms)
         spec = template.model_copy(
             update={
@@ -108,12 +114,12 @@ def plan_for_pull(
 
 
 def _arms(pull: PullInfo, request: StartEval, base_sha: str) -> list[ArmSpec]:
+    if request.arms:
+        return [pr_arm(arm, pull, base_sha) for arm in request.arms]
     config = dict(request.settings)
     return [
         ArmSpec(name=BASE_ARM, ref=pull.base_ref, commit=base_sha, config=config),
-        ArmSpec(
-            name=HEAD_ARM, ref=f"refs/pull/{pull.number}/head", commit=pull.head_sha, config=config
-        ),
+        ArmSpec(name=HEAD_ARM, ref=head_ref(pull), commit=pull.head_sha, config=config),
     ]
 
 
