@@ -36,7 +36,7 @@ class ArmRefused(ValueError):
 
 
 def check_config_keys(keys: Iterable[str], allowed: frozenset[str]) -> None:
-    """ArmRefused for the first key that could expose secrets or that this service does not allow."""
+    """ArmRefused for the first key that could expose secrets or that is not allowed here."""
     for key in keys:
         if SECRET_LIKE.search(key):
             raise ArmRefused(

@@ -32,7 +32,7 @@ PREFIX = "/eval"
 USAGE = """\
 Usage:
   /eval <dataset> [--trials N] [--cases ID,ID|tag:T] [--set key=value ...] [--vs main|merge-base]
-                  [--arm NAME=REF[,key=value...] ...]  (REF: HEAD, BASE; the first arm is the baseline)
+                  [--arm NAME=REF[,key=value...] ...]  (REF: HEAD or BASE; first = baseline)
   /eval cancel [<dataset>]
   /eval rerun --failed [<dataset>]
   /eval status
