@@ -20,7 +20,7 @@ from pathlib import Path
 from bot.arm_policy import check_config_keys, head_ref, pr_arm
 from bot.github.github_types import PullInfo
 from bot.grammar import StartEval
-from bot.identity import BASE_ARM, HEAD_ARM, experiment_id
+from bot.identity import BASE_ARM, HEAD_ARM, HEAD_SHA_LABEL, experiment_id
 from workflows.catalog.labels import budget_label
 from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine.planning import plan_experiment
@@ -139,6 +139,7 @@ def _labels(pull: PullInfo, request: StartEval, requested_by: str) -> dict[str, 
         "pull_request": str(pull.number),
         "requested_by": requested_by,
         "baseline": request.vs,
+        HEAD_SHA_LABEL: pull.head_sha,
     }
 
 

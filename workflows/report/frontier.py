@@ -1,7 +1,7 @@
 """The cost/quality frontier across arms (BAR-style; docs/statistics.md, "Frontier").
 
 Per arm: its overall score — the mean over cases of each case's mean over counted trials (as the
-comparisons pair them), with a 95% t interval over the cases — against its cost per run — the
+comparisons pair them), with a 95% t interval over the cases (cut to [0, 1]) — against its cost per run — the
 agent's usage plus the sandbox, the mean over counted runs, with a 95% t interval over the runs.
 An arm is on the frontier when no other arm scores at least as well for at most the cost and is
 strictly better in one of the two.
@@ -38,6 +38,8 @@ def _point(arm: str, runs: list[RunResult], table: Table) -> FrontierPoint:
         if r.arm == arm and counted(r) is not None
     ]
     score, score_low, score_high = mean_interval(means)
+    if score_low is not None and score_high is not None:  # scores live in [0, 1]
+        score_low, score_high = max(0.0, score_low), min(1.0, score_high)
     cost, cost_low, cost_high = mean_interval(costs)
     return FrontierPoint(
         arm=arm,
