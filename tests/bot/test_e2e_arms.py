@@ -20,7 +20,6 @@ from pydantic import SecretStr
 from temporalio.client import Client
 
 from bot.composition import open_store, session
-from tests.bot.payloads import REPO
 from tests.bot.test_e2e_temporal import Bot, bot_comments, comment, serve_pull
 from tests.fakes.github_server import FakeGitHub
 from tests.support.agent_repo import TINY_CATALOG, AgentRepo, tiny_agent_repo
@@ -143,8 +142,11 @@ async def test_three_arms_from_one_comment_run_and_the_comment_shows_their_confi
     assert checked == {"main", "pr", "pr-mini"}
 
     # the dashboard's download is the same table
-    with httpx.Client(base_url=bot.server.url, headers={"Authorization": f"Bearer {TOKEN}"}) as web:
-        download = web.get("/dashboard/export/cells.csv", params={"experiment": experiment_id})
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    async with httpx.AsyncClient(base_url=bot.server.url, headers=auth) as web:
+        download = await web.get(
+            "/dashboard/export/cells.csv", params={"experiment": experiment_id}
+        )
     assert download.status_code == 200
     assert download.text == exported.stdout
     assert "attachment" in download.headers["content-disposition"]

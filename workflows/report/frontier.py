@@ -1,8 +1,9 @@
 """The cost/quality frontier across arms (BAR-style; docs/statistics.md, "Frontier").
 
 Per arm: its overall score — the mean over cases of each case's mean over counted trials (as the
-comparisons pair them), with a 95% t interval over the cases (cut to [0, 1]) — against its cost per run — the
-agent's usage plus the sandbox, the mean over counted runs, with a 95% t interval over the runs.
+comparisons pair them), with a 95% t interval over the cases (cut to [0, 1]) — against its cost
+per run — the agent's usage plus the sandbox, the mean over counted runs, with a 95% t interval
+over the runs.
 An arm is on the frontier when no other arm scores at least as well for at most the cost and is
 strictly better in one of the two.
 """
