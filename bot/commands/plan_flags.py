@@ -15,7 +15,13 @@ from typing import Any, TypeVar, cast
 import click
 
 from workflows.catalog.models import ArmSpec, ExperimentSpec
-from workflows.engine.arm_grammar import ArmRequest, arm_requests, checked_arms, parse_settings
+from workflows.engine.arm_grammar import (
+    ArmRequest,
+    arm_requests,
+    checked_arms,
+    is_ref,
+    parse_settings,
+)
 from workflows.engine.planning import PlanError, plan_experiment
 from workflows.engine.planning import resolve_arms as resolve_arm_refs
 from workflows.settings import Settings
@@ -53,6 +59,8 @@ def parse_arm_flags(
     if base or head:
         if not (base and head):
             raise PlanError("--base and --head go together (or use --arm NAME=REF, repeated)")
+        if not (is_ref(base) and is_ref(head)):
+            raise PlanError("--base and --head take a ref or commit, without surrounding spaces")
         pair = [ArmRequest("base", base, dict(common)), ArmRequest("head", head, dict(common))]
         parsed = checked_arms([*pair, *parsed], max_arms=CLI_MAX_ARMS)
     if not parsed:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shlex
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bot.commands.errors import CommandError, ExitCode, command_errors
@@ -64,6 +64,7 @@ def test_a_comment_with_arms_parses_or_is_one_grammar_error(
     st.lists(any_arm, max_size=CLI_MAX_ARMS + 2).map(tuple),
     st.lists(setting, max_size=3).map(tuple),
 )
+@example(base="main", head="\r", arms=(), sets=())  # found by this test: --head was unchecked
 def test_the_command_lines_arms_parse_or_fail_as_a_command_error(
     base: str | None, head: str | None, arms: tuple[str, ...], sets: tuple[str, ...]
 ) -> None:

@@ -52,9 +52,14 @@ def parse_arm(text: str) -> ArmRequest:
     """`NAME=REF[,key=value...]` -> ArmRequest."""
     name, sep, rest = text.partition("=")
     ref, *pairs = rest.split(",")
-    if not sep or not ARM_NAME.match(name) or not ref.strip() or ref != ref.strip():
+    if not sep or not ARM_NAME.match(name) or not is_ref(ref):
         raise PlanError(f"arm '{_shown(text)}' is not NAME=REF[,key=value...] (e.g. {ARM_EXAMPLE})")
     return ArmRequest(name, ref, parse_settings(pairs))
+
+
+def is_ref(text: str) -> bool:
+    """A ref as the grammar takes it: not empty, no surrounding whitespace (git checks the rest)."""
+    return bool(text.strip()) and text == text.strip()
 
 
 def arm_requests(
