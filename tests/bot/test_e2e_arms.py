@@ -20,6 +20,7 @@ from pydantic import SecretStr
 from temporalio.client import Client
 
 from bot.composition import open_store, session
+from tests.bot.payloads import REPO
 from tests.bot.test_e2e_temporal import Bot, bot_comments, comment, serve_pull
 from tests.fakes.github_server import FakeGitHub
 from tests.support.agent_repo import TINY_CATALOG, AgentRepo, tiny_agent_repo
@@ -100,6 +101,8 @@ async def test_three_arms_from_one_comment_run_and_the_comment_shows_their_confi
     ]
     assert len(runs) == 3 * 2 * 2
 
+    (check,) = github.check_runs_for(REPO)  # on the PR's head, though no arm is called "head"
+    assert check["head_sha"] == agent_repo.head and check["status"] == "completed"
     (report_comment,) = bot_comments(github, pr)
     text = report_comment["body"]
     print(text)  # the sample in the report (pytest -s)
