@@ -1,6 +1,7 @@
 """The `/eval` comment grammar.
 
     /eval <dataset> [--trials N] [--cases ID,ID|tag:T] [--set key=value ...] [--vs main|merge-base]
+                    [--arm NAME=REF[,key=value...] ...]
     /eval cancel [<dataset>]
     /eval rerun --failed [<dataset>]
     /eval status
@@ -9,6 +10,11 @@
 
 Only the first line of a comment is read, and only when it starts with `/eval`. Anything else on
 that line that does not fit the grammar is a `GrammarError` whose message says what was wrong.
+
+`--arm` and `--set` are parsed by the arm grammar `evalbot run` uses too
+(workflows/engine/arm_grammar.py): one parser for both. Repeated `--arm`s replace the default arms
+(`base`, `head`); the first is the baseline, `HEAD` and `BASE` name the PR's commits (resolved, and
+checked against the trust rules, by bot/pr_planning.py). At most MAX_ARMS arms.
 """
 
 from __future__ import annotations
@@ -20,11 +26,14 @@ from typing import Literal
 
 from workflows.catalog.models import NAME_PATTERN
 from workflows.catalog.names import NAME_RULE, is_name, shown
+from workflows.engine.arm_grammar import SETTING_KEY as SETTING_KEY
+from workflows.engine.arm_grammar import ArmRequest, PlanError, arm_requests, parse_setting
 
 PREFIX = "/eval"
 USAGE = """\
 Usage:
   /eval <dataset> [--trials N] [--cases ID,ID|tag:T] [--set key=value ...] [--vs main|merge-base]
+                  [--arm NAME=REF[,key=value...] ...]  (REF: HEAD or BASE; first = baseline)
   /eval cancel [<dataset>]
   /eval rerun --failed [<dataset>]
   /eval status
@@ -32,10 +41,10 @@ Usage:
   /eval help"""
 
 NAME = re.compile(NAME_PATTERN)  # is_name() adds the length limit
-SETTING_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
 SELECTOR = re.compile(r"^(tag:)?[a-z0-9][a-z0-9._-]*$")  # and at most MAX_NAME_LENGTH long
 VERBS = ("cancel", "rerun", "status", "approve", "help")
+MAX_ARMS = 6  # arms one /eval may ask for (docs/github-bot.md): each multiplies the runs
 MAX_LINE = 16_384  # characters; room for --cases listing a couple of hundred case ids
 Baseline = Literal["main", "merge-base"]
 
@@ -51,6 +60,7 @@ class StartEval:
     cases: tuple[str, ...] = ()
     settings: dict[str, str] = field(default_factory=dict)
     vs: Baseline = "main"
+    arms: tuple[ArmRequest, ...] = ()  # --arm, `settings` merged in; () = the default two arms
 
 
 @dataclass(frozen=True)
@@ -163,7 +173,13 @@ def _parse_start(word: str, rest: list[str], max_trials: int) -> StartEval:
     index = 0
     while index < len(rest):
         index = options.take(rest, index)
-    return StartEval(dataset, options.trials, options.cases, options.settings, options.vs)
+    try:
+        arms = arm_requests(options.arms, options.settings, max_arms=MAX_ARMS)
+    except PlanError as error:
+        raise GrammarError(str(error)) from None
+    return StartEval(
+        dataset, options.trials, options.cases, options.settings, options.vs, tuple(arms)
+    )
 
 
 class _Options:
@@ -175,6 +191,7 @@ class _Options:
         self.cases: tuple[str, ...] = ()
         self.settings: dict[str, str] = {}
         self.vs: Baseline = "main"
+        self.arms: list[str] = []
 
     def take(self, words: list[str], index: int) -> int:
         flag, inline = _flag(words[index])
@@ -187,6 +204,8 @@ class _Options:
             self.cases = _cases(value)
         elif flag == "--vs":
             self.vs = _baseline(value)
+        elif flag == "--arm":
+            self.arms.append(value)
         else:
             raise GrammarError(f"unknown option '{flag}'")
         return after
@@ -248,7 +267,7 @@ def _baseline(value: str) -> Baseline:
 
 
 def _setting(pair: str) -> tuple[str, str]:
-    key, sep, value = pair.partition("=")
-    if not sep or not SETTING_KEY.match(key):
-        raise GrammarError(f"--set takes key=value pairs, got '{pair}'")
-    return key, value
+    try:
+        return parse_setting(pair)
+    except PlanError as error:
+        raise GrammarError(f"--set takes key=value pairs: {error}") from None

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 BASE_ARM = "base"  # a PR experiment's arms: the PR's base commit, and its head
 HEAD_ARM = "head"
+HEAD_SHA_LABEL = "head_sha"  # the spec label holding the PR's head commit (its check run's SHA)
 SHA_CHARS = 12
 ID_PATTERN = re.compile(
     r"^gh/(?P<repo>[^/]+/[^/]+)/pr(?P<number>\d+)/(?P<dataset>[^/]+)/(?P<sha>[0-9a-f]{12})$"

@@ -2,7 +2,8 @@
 
 The agent repository is the PR's base repository (GitHub serves a fork's head commit there too); the
 arms are `base` (the PR's base SHA, or the merge base with `--vs merge-base`) and `head` (the PR's
-head SHA). The dataset, its worlds and rubrics come from the service's catalog
+head SHA), or the request's `--arm`s, resolved and checked by bot/arm_policy.py (as are the config
+keys of `--set`). The dataset, its worlds and rubrics come from the service's catalog
 (`settings.catalog_root`), never from the PR branch. The experiment's budget is the repository's
 default (EVALBOT_REPO_BUDGETS_USD under `owner/name` or the clone URL, else EVALBOT_BUDGET_USD),
 lowered to what is left of the repository's daily cap (EVALBOT_DAILY_CAP_USD), and carried as the
@@ -16,9 +17,10 @@ import os
 import threading
 from pathlib import Path
 
+from bot.arm_policy import check_config_keys, head_ref, pr_arm
 from bot.github.github_types import PullInfo
 from bot.grammar import StartEval
-from bot.identity import BASE_ARM, HEAD_ARM, experiment_id
+from bot.identity import BASE_ARM, HEAD_ARM, HEAD_SHA_LABEL, experiment_id
 from workflows.catalog.labels import budget_label, fork_secret_labels
 from workflows.catalog.loaders import load_dataset
 from workflows.catalog.models import ArmSpec, ExperimentSpec
@@ -57,6 +59,10 @@ class Planner:
     ) -> ExperimentSpec:
         _check_names(request)  # before the dataset's name is joined into a catalog path
         arms = _arms(pull, request, base_sha)
+        check_config_keys(
+            [key for arm in arms for key in arm.config],
+            self.settings.github.allowed_arm_config_keys,
+        )
         template, fork_secrets = self._template(request, arms)
         labels = _labels(pull, request, requested_by)
         if pull.is_fork:  # only the dataset's fork-safe secret groups (docs/secrets.md)
@@ -127,12 +133,12 @@ def _check_names(request: StartEval) -> None:
 
 
 def _arms(pull: PullInfo, request: StartEval, base_sha: str) -> list[ArmSpec]:
+    if request.arms:
+        return [pr_arm(arm, pull, base_sha) for arm in request.arms]
     config = dict(request.settings)
     return [
         ArmSpec(name=BASE_ARM, ref=pull.base_ref, commit=base_sha, config=config),
-        ArmSpec(
-            name=HEAD_ARM, ref=f"refs/pull/{pull.number}/head", commit=pull.head_sha, config=config
-        ),
+        ArmSpec(name=HEAD_ARM, ref=head_ref(pull), commit=pull.head_sha, config=config),
     ]
 
 
@@ -152,6 +158,7 @@ def _labels(pull: PullInfo, request: StartEval, requested_by: str) -> dict[str, 
         "pull_request": str(pull.number),
         "requested_by": requested_by,
         "baseline": request.vs,
+        HEAD_SHA_LABEL: pull.head_sha,
     }
 
 

@@ -326,6 +326,16 @@ class GitHubSettings(_Group):
         validation_alias="EVALBOT_MAX_BODY_BYTES",
         description="Largest webhook body accepted (413 above).",
     )
+    arm_config_keys: str = Field(
+        "model,mode,reasoning,temperature,top_k",
+        description="Comma-separated config keys a /eval comment may set (--set, --arm); keys "
+        "naming credentials or endpoints are refused even if listed.",
+    )
+
+    @property
+    def allowed_arm_config_keys(self) -> frozenset[str]:
+        """`arm_config_keys` as a set of keys."""
+        return frozenset(k.strip() for k in self.arm_config_keys.split(",") if k.strip())
 
 
 class JudgeSettings(_Group):

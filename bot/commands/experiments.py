@@ -31,6 +31,7 @@ from workflows.experiment_budget import BudgetExhausted, rerun_terms
 from workflows.outcomes import AGENT_FAILURES
 from workflows.records import RunResult
 from workflows.report import ExperimentReport, build_report
+from workflows.report.cells_export import FORMATS, ExportError, Format, cell_rows, export_cells
 from workflows.scoring.rubric_hash import rubric_hashes
 from workflows.settings import Settings
 from workflows.store import Store
@@ -174,13 +175,53 @@ def status_command(settings: Settings, experiment_id: str, as_json: bool) -> Non
 @click.command("results")
 @click.argument("experiment_id")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--cells", is_flag=True, help="Export one row per run × criterion instead.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="csv",
+    show_default=True,
+    help="Format of --cells (parquet needs pyarrow: pip install 'evalbot[parquet]').",
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write --cells to this file (needed for parquet); default stdout.",
+)
 @click.pass_obj
 @command_errors
-def results_command(settings: Settings, experiment_id: str, as_json: bool) -> None:
-    """Print an experiment's diff table (partial while it is running)."""
+def results_command(
+    settings: Settings,
+    experiment_id: str,
+    as_json: bool,
+    cells: bool,
+    fmt: Format,
+    output: Path | None,
+) -> None:
+    """Print an experiment's diff table (partial while it is running), or with --cells its
+    results as rows (docs/cli.md, "Cell export")."""
     store, spec = _load(settings, experiment_id)
+    if cells:
+        _export_cells(spec, store.list_runs(experiment_id), fmt, output)
+        return
     report = report_for(settings, store, spec)
     _print_report(report, as_json)
+
+
+def _export_cells(
+    spec: ExperimentSpec, runs: list[RunResult], fmt: Format, output: Path | None
+) -> None:
+    if fmt == "parquet" and output is None:
+        raise CommandError.bad_input("parquet is binary: name a file with --output")
+    try:
+        data = export_cells(cell_rows(spec, runs), fmt)
+    except ExportError as error:
+        raise CommandError.bad_input(str(error)) from None
+    if output is None:
+        click.echo(data.decode(), nl=False)
+    else:
+        output.write_bytes(data)
 
 
 @click.command("rerun")

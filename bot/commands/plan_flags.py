@@ -16,11 +16,19 @@ import click
 
 from bot.commands.names import name_callback
 from workflows.catalog.models import ArmSpec, ExperimentSpec
-from workflows.engine.planning import PlanError, parse_arm, parse_settings, plan_experiment
+from workflows.engine.arm_grammar import (
+    ArmRequest,
+    arm_requests,
+    checked_arms,
+    is_ref,
+    parse_settings,
+)
+from workflows.engine.planning import PlanError, plan_experiment
 from workflows.engine.planning import resolve_arms as resolve_arm_refs
 from workflows.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
+CLI_MAX_ARMS = 16  # the CLI runs on the user's own machine and budget: a generous cap
 
 _OPTIONS = (
     click.option("--repo", default=".", show_default=True, help="Agent repository (path or URL)."),
@@ -48,18 +56,22 @@ def split_multi(values: tuple[str, ...]) -> list[str]:
 
 def parse_arm_flags(
     base: str | None, head: str | None, arms: tuple[str, ...], sets: tuple[str, ...]
-) -> list[tuple[str, str, dict[str, str]]]:
-    """--base/--head (the arms `base` and `head`, first) and each --arm NAME=REF[,k=v...] as
-    (name, ref, config); every --set k=v goes into each arm's config, an arm's own pairs winning."""
+) -> list[ArmRequest]:
+    """--base/--head (the arms `base` and `head`, first) and each --arm NAME=REF[,k=v...], parsed
+    by the grammar the `/eval` comment shares (workflows/engine/arm_grammar.py); every --set k=v
+    goes into each arm's config, an arm's own pairs winning."""
     common = parse_settings(split_multi(sets))
-    parsed = [parse_arm(text) for text in arms]
+    parsed = arm_requests(arms, common, max_arms=CLI_MAX_ARMS)
     if base or head:
         if not (base and head):
             raise PlanError("--base and --head go together (or use --arm NAME=REF, repeated)")
-        parsed = [("base", base, {}), ("head", head, {}), *parsed]
+        if not (is_ref(base) and is_ref(head)):
+            raise PlanError("--base and --head take a ref or commit, without surrounding spaces")
+        pair = [ArmRequest("base", base, dict(common)), ArmRequest("head", head, dict(common))]
+        parsed = checked_arms([*pair, *parsed], max_arms=CLI_MAX_ARMS)
     if not parsed:
         raise PlanError("say what to compare: --base REF --head REF, or --arm NAME=REF (repeated)")
-    return [(name, ref, {**common, **config}) for name, ref, config in parsed]
+    return parsed
 
 
 @dataclass(frozen=True)

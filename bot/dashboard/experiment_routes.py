@@ -10,15 +10,17 @@ from typing import Annotated, Any
 
 import anyio
 from fastapi import Depends, HTTPException
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
 from bot.dashboard.deps import StoreDep, UserDep, catalog_name, signed_in_router
+from bot.dashboard.frontier_chart import frontier_svg
 from bot.dashboard.pages import page
 from bot.dashboard.run_outputs import answer_of, transcript_path
 from bot.render import render_html
 from workflows.catalog.models import ExperimentSpec
 from workflows.records import RunResult
 from workflows.report import build_report
+from workflows.report.cells_export import FORMATS, MEDIA_TYPES, ExportError, cell_rows, export_cells
 from workflows.store import ExperimentRecord, Store, StoreError
 
 BODY = re.compile(r"<body[^>]*>(.*)</body>", re.S)
@@ -66,6 +68,24 @@ async def experiment(experiment_id: str, store: StoreDep, user: UserDep) -> HTML
     return page("experiment.html.j2", user=user, record=record, **experiment_view(record, runs))
 
 
+@router.get("/export/cells.{fmt}")
+async def export(fmt: str, experiment: str, store: StoreDep) -> Response:
+    """The experiment's rows, one per run × criterion (docs/dashboard.md), as a download."""
+    if fmt not in FORMATS:
+        raise HTTPException(404, f"no export format '{fmt}'; use one of {', '.join(FORMATS)}")
+    record = store.get_experiment(experiment)
+    if record is None:
+        raise HTTPException(404, f"no experiment '{experiment}'")
+    runs = await anyio.to_thread.run_sync(store.list_runs, experiment)
+    try:
+        data = export_cells(cell_rows(record.spec, runs), fmt)
+    except ExportError as error:
+        raise HTTPException(501, str(error)) from None
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", experiment)
+    disposition = f'attachment; filename="{name}-cells.{fmt}"'
+    return Response(data, media_type=MEDIA_TYPES[fmt], headers={"Content-Disposition": disposition})
+
+
 async def _list_experiments(store: Store, filters: ListFilters) -> list[ExperimentRecord]:
     if filters.dataset:
         catalog_name("dataset", filters.dataset)
@@ -90,6 +110,7 @@ def experiment_view(record: ExperimentRecord, runs: list[RunResult]) -> dict[str
     return {
         "report": report,
         "table": match.group(1) if match else "",
+        "frontier": frontier_svg(report.frontier) if len(report.arms) > 1 else None,
         "cases": side_by_side(record.spec, runs, base, head),
         "base": base,
         "head": head,

@@ -24,7 +24,7 @@ from bot.github.gateway import CheckRunUpdate, RepoGateway, is_retryable
 from bot.github.github_auth import GitHubConfigError
 from bot.github.github_client import GitHubClients
 from bot.github.github_types import ReporterRef
-from bot.identity import HEAD_ARM
+from bot.identity import HEAD_ARM, HEAD_SHA_LABEL
 from bot.render import render_markdown
 from workflows.catalog.models import ExperimentSpec
 from workflows.engine.activities import ReportActivities
@@ -162,7 +162,7 @@ class GitHubReporter(ReportActivities):
         text: str,
         report: ExperimentReport | None,
     ) -> None:
-        sha = spec.arm(HEAD_ARM).commit
+        sha = pr_head_commit(spec)
         name = rc.check_name(spec.dataset)
         show = rc.check_for(phase, self._counts(spec), text, report)
         show = _with_details(show, self._details_url(spec.experiment_id))
@@ -171,6 +171,16 @@ class GitHubReporter(ReportActivities):
             gw.create_check_run(sha, name, spec.experiment_id, show)
         else:
             gw.update_check_run(existing, show)
+
+
+def pr_head_commit(spec: ExperimentSpec) -> str:
+    """The PR head commit the check run belongs on: the spec's `head_sha` label (bot/pr_planning.py;
+    with `--arm`s there may be no arm named `head`), else the `head` arm's, else the last arm's."""
+    labelled = spec.labels.get(HEAD_SHA_LABEL)
+    if labelled:
+        return labelled
+    by_name = {a.name: a.commit for a in spec.arms}
+    return by_name.get(HEAD_ARM, spec.arms[-1].commit)
 
 
 def _with_details(show: CheckRunUpdate, url: str | None) -> CheckRunUpdate:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from workflows.report import ComparisonRow
+from workflows.report import ComparisonRow, FrontierPoint
 from workflows.stats import Verdict
 
 VERDICT_LABELS = {
@@ -100,6 +100,20 @@ def unit(value: float | None, kind: str) -> str:
     return {"usd": usd, "tokens": tokens, "seconds": seconds}[kind](value)
 
 
+def frontier_score(point: FrontierPoint) -> str:
+    """The arm's score with its 95% interval: "0.52 [0.41, 0.63]"."""
+    if point.score_low is None or point.score_high is None:
+        return score(point.score)
+    return f"{score(point.score)} [{score(point.score_low)}, {score(point.score_high)}]"
+
+
+def frontier_cost(point: FrontierPoint) -> str:
+    """The arm's cost per run with its 95% interval (a cost is never below 0)."""
+    if point.cost_low is None or point.cost_high is None:
+        return usd(point.cost_usd)
+    return f"{usd(point.cost_usd)} [{usd(max(0.0, point.cost_low))}, {usd(point.cost_high)}]"
+
+
 # The formats both templates use as filters, under their own names.
 FILTERS: dict[str, Callable[..., str]] = {
     "score": score,
@@ -116,6 +130,8 @@ FILTERS: dict[str, Callable[..., str]] = {
     "change": change,
     "p_value": p_value,
     "unit": unit,
+    "frontier_score": frontier_score,
+    "frontier_cost": frontier_cost,
 }
 
 

@@ -20,6 +20,7 @@ class Detail:
     pass_k: bool = True
     costs: bool = True
     unchanged_rows: bool = True
+    max_config: int = 10  # config pairs shown per arm
 
 
 FULL = Detail(max_errors=10**9, max_cases=10**9, max_moves=10**9)
@@ -34,6 +35,8 @@ def report_view(report: ExperimentReport) -> dict[str, Any]:
         "build_logs": {b.arm: _last_lines(b.log_tail) for b in report.build_failures},
         "pass_k": pass_k_table(report),
         "judge": any(s.judge.criteria_judged for s in report.summaries),
+        "arm_configs": len(report.arms) > 2 or any(a.config for a in report.arms),
+        "frontier": len(report.frontier) > 2,
     }
 
 

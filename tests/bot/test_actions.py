@@ -288,6 +288,7 @@ def test_a_cancelled_job_on_its_embedded_engine_cancels_its_experiment_and_says_
         "EVALBOT_PROVIDER": "process",
         "EVALBOT_ALLOW_PROCESS_PROVIDER": "true",
         "EVALBOT_GITHUB_CHECK_RUNS": "false",
+        "EVALBOT_GITHUB_ARM_CONFIG_KEYS": "sleep_s",  # the tiny agent's knob (docs/github-bot.md)
         "GITHUB_EVENT_NAME": "issue_comment",
         "GITHUB_EVENT_PATH": str(event),
         "GITHUB_API_URL": github.base_url,

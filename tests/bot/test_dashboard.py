@@ -95,7 +95,8 @@ def client(d: Dashboard, token: str | None = TOKEN) -> httpx.Client:
 @pytest.mark.parametrize(
     "path",
     ["/dashboard/", "/dashboard/experiments/exp-pr-7", "/dashboard/datasets/bar/history",
-     "/dashboard/runs/exp-pr-7/case-00/pr/0/transcript"],
+     "/dashboard/runs/exp-pr-7/case-00/pr/0/transcript",
+     "/dashboard/export/cells.csv?experiment=exp-pr-7"],
 )  # fmt: skip
 def test_unauthenticated_requests_are_refused(dashboard: Dashboard, path: str) -> None:
     with client(dashboard, None) as anonymous:
@@ -164,6 +165,32 @@ def test_experiment_page_shows_the_table_and_both_answers(dashboard: Dashboard) 
     assert "/dashboard/runs/exp-pr-7/case-01/pr/0/transcript" in page
     with client(dashboard) as c:
         assert c.get("/dashboard/experiments/nope").status_code == 404
+
+
+def test_experiment_page_charts_the_frontier_and_links_the_download(dashboard: Dashboard) -> None:
+    with client(dashboard) as c:
+        page = c.get("/dashboard/experiments/exp-pr-7").text
+    chart = page.split('<section id="frontier">', 1)[1].split("</section>", 1)[0]
+    assert [arm for arm in ("main", "pr") if f'data-arm="{arm}"' in chart] == ["main", "pr"]
+    assert chart.index('data-arm="main"') < chart.index('data-arm="pr"')  # equal costs: by score
+    assert 'href="/dashboard/export/cells.csv?experiment=exp-pr-7"' in page
+
+
+def test_the_cells_download_is_one_row_per_run_and_criterion(dashboard: Dashboard) -> None:
+    with client(dashboard) as c:
+        csv_file = c.get("/dashboard/export/cells.csv", params={"experiment": "exp-pr-7"})
+        jsonl = c.get("/dashboard/export/cells.jsonl", params={"experiment": "exp-pr-7"})
+        unknown = c.get("/dashboard/export/cells.xlsx", params={"experiment": "exp-pr-7"})
+        missing = c.get("/dashboard/export/cells.csv", params={"experiment": "nope"})
+    assert csv_file.status_code == 200 and csv_file.headers["content-type"].startswith("text/csv")
+    assert 'filename="exp-pr-7-cells.csv"' in csv_file.headers["content-disposition"]
+    lines = csv_file.text.splitlines()
+    assert lines[0].startswith("experiment,arm,case,trial,run_id,status,counted,criterion,score")
+    assert len(lines) == 1 + 3 * 2  # three cases, two arms, one criterion
+    rows = [json.loads(line) for line in jsonl.text.splitlines()]
+    assert sorted((r["arm"], r["score"]) for r in rows)[::3] == [("main", 0.0), ("pr", 1.0)]
+    assert unknown.status_code == 404 and "csv, jsonl, parquet" in unknown.text
+    assert missing.status_code == 404
 
 
 def test_transcripts_are_streamed_whole(dashboard: Dashboard) -> None:

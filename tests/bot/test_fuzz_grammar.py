@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.grammar import (
+    MAX_ARMS,
     NAME,
     SELECTOR,
     SETTING_KEY,
@@ -37,6 +38,7 @@ WORDS = [
     "bar", "tiny", "cancel", "rerun", "status", "approve", "help", "--trials", "--cases",
     "--set", "--vs", "--failed", "main", "merge-base", "3", "k=v", "a.b-c_d=x y", "tag:x",
     "deadbeef", "a" * 40, "--trials=2", "--cases=a,b", "--vs=main", "--set=k=v",
+    "--arm", "pr=HEAD", "--arm=b=BASE,model=x", "a=HEAD,k=v",
 ]  # fmt: skip
 token = st.one_of(
     st.sampled_from(WORDS),
@@ -51,9 +53,13 @@ numberish = st.one_of(
 )
 value = st.one_of(token, numberish)
 option = st.tuples(
-    st.sampled_from(["--trials", "--cases", "--set", "--vs"]), st.sampled_from([" ", "="]), value
+    st.sampled_from(["--trials", "--cases", "--set", "--vs", "--arm"]),
+    st.sampled_from([" ", "="]),
+    value,
 ).map("".join)
-valid_option = st.sampled_from(["--trials 2", "--cases a,tag:b", "--set k=v", "--vs main"])
+valid_option = st.sampled_from(
+    ["--trials 2", "--cases a,tag:b", "--set k=v", "--vs main", "--arm pr=HEAD"]
+)
 anything = st.tuples(
     st.sampled_from(["bar", "cancel", "rerun", "approve", "status", "help", ""]),
     st.lists(st.one_of(token, option), max_size=10),
@@ -75,6 +81,8 @@ def check_invariants(command: Command | None) -> None:
         assert all(SELECTOR.match(case) for case in command.cases)
         assert all(SETTING_KEY.match(key) for key in command.settings)
         assert command.vs in ("main", "merge-base")
+        assert len({a.name for a in command.arms}) == len(command.arms) <= MAX_ARMS
+        assert all(NAME.match(a.name) and a.ref for a in command.arms)
     if isinstance(command, Approve) and command.sha is not None:
         assert SHA.match(command.sha) and command.sha == command.sha.lower()
 

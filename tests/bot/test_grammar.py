@@ -5,6 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.grammar import (
+    MAX_ARMS,
     Approve,
     CancelEval,
     GrammarError,
@@ -15,6 +16,7 @@ from bot.grammar import (
     eval_line,
     parse_command,
 )
+from workflows.engine.arm_grammar import ArmRequest
 
 
 def parse(text: str) -> object:
@@ -36,6 +38,28 @@ def parse(text: str) -> object:
         ),
         ("/eval bar --set a=1 --set b=x=y", StartEval("bar", settings={"a": "1", "b": "x=y"})),
         ('/eval bar --set prompt="two words"', StartEval("bar", settings={"prompt": "two words"})),
+        (
+            "/eval bar --arm main=main --arm pr=HEAD --arm pr-mini=HEAD,model=gpt-4.1-mini",
+            StartEval(
+                "bar",
+                arms=(
+                    ArmRequest("main", "main", {}),
+                    ArmRequest("pr", "HEAD", {}),
+                    ArmRequest("pr-mini", "HEAD", {"model": "gpt-4.1-mini"}),
+                ),
+            ),
+        ),
+        (  # --set reaches every arm wherever it stands; an arm's own pair wins
+            "/eval bar --arm=a=BASE --set model=m mode=x --arm b=HEAD,model=n",
+            StartEval(
+                "bar",
+                settings={"model": "m", "mode": "x"},
+                arms=(
+                    ArmRequest("a", "BASE", {"model": "m", "mode": "x"}),
+                    ArmRequest("b", "HEAD", {"model": "n", "mode": "x"}),
+                ),
+            ),
+        ),
         ("/eval cancel", CancelEval()),
         ("/eval cancel bar", CancelEval("bar")),
         ("/eval rerun --failed", RerunFailed()),
@@ -71,7 +95,7 @@ def test_other_comments_are_not_commands(text: str | None) -> None:
         ("/eval bar --cases 'a b'", "got 'a b'"),
         ("/eval bar --vs develop", "'main' or 'merge-base', got 'develop'"),
         ("/eval bar --set", "--set needs at least one key=value"),
-        ("/eval bar --set novalue", "key=value pairs, got 'novalue'"),
+        ("/eval bar --set novalue", "setting 'novalue' is not key=value"),
         ("/eval bar --frobnicate 1", "unknown option '--frobnicate'"),
         ("/eval bar extra", "unexpected 'extra'"),
         ("/eval Bar!", "'Bar!' is not a dataset name"),
@@ -82,6 +106,16 @@ def test_other_comments_are_not_commands(text: str | None) -> None:
         ("/eval rerun bar", "needs --failed"),
         ("/eval cancel a b", "at most a dataset name"),
         ('/eval bar --set x="unclosed', "could not read the command"),
+        ("/eval bar --arm", "--arm needs a value"),
+        ("/eval bar --arm pr", "arm 'pr' is not NAME=REF[,key=value...]"),
+        ("/eval bar --arm Pr=HEAD", "arm 'Pr=HEAD' is not NAME=REF"),
+        ("/eval bar --arm pr=", "arm 'pr=' is not NAME=REF"),
+        ("/eval bar --arm pr=HEAD,oops", "setting 'oops' is not key=value"),
+        ("/eval bar --arm a=HEAD --arm a=BASE", "arm 'a' is given twice"),
+        (
+            "/eval bar " + " ".join(f"--arm a{i}=HEAD" for i in range(MAX_ARMS + 1)),
+            f"{MAX_ARMS + 1} arms are more than the limit of {MAX_ARMS}",
+        ),
     ],
 )
 def test_bad_commands_say_what_is_wrong(text: str, message: str) -> None:

@@ -79,6 +79,7 @@ ENVIRONMENT: list[tuple[str, str, str, Any]] = [
     ("EVALBOT_MAX_TRIALS", "github.max_trials", "3", 3),
     ("EVALBOT_MAX_CASES", "github.max_cases", "20", 20),
     ("EVALBOT_MAX_BODY_BYTES", "github.max_body_bytes", "1024", 1024),
+    ("EVALBOT_GITHUB_ARM_CONFIG_KEYS", "github.arm_config_keys", "model,top_k", "model,top_k"),
     ("EVALBOT_PUBLIC_URL", "dashboard.public_url", "https://evals", "https://evals"),
     ("EVALBOT_JUDGE_BASE_URL", "judge.base_url", "https://j/v1", "https://j/v1"),
     ("EVALBOT_JUDGE_MODEL", "judge.model", "gpt-judge", "gpt-judge"),
@@ -132,7 +133,7 @@ def test_the_table_covers_every_setting_and_every_flat_variable() -> None:
     """A setting added without a row here, or a row for a setting that went, fails."""
     paths = [path for path, _, _ in setting_fields()]
     assert sorted(paths) == sorted(path for _, path, _, _ in ENVIRONMENT)
-    assert len({name for name, _, _, _ in ENVIRONMENT}) == len(ENVIRONMENT) == 88
+    assert len({name for name, _, _, _ in ENVIRONMENT}) == len(ENVIRONMENT) == 89
 
 
 @pytest.mark.parametrize(("variable", "path", "raw", "expected"), ENVIRONMENT)

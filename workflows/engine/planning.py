@@ -1,4 +1,6 @@
-"""Turn a request (repo, dataset, arms, trials, case selectors) into an ExperimentSpec."""
+"""Turn a request (repo, dataset, arms, trials, case selectors) into an ExperimentSpec.
+
+Arms are parsed by workflows/engine/arm_grammar.py (re-exported here with `PlanError`)."""
 
 from __future__ import annotations
 
@@ -8,13 +10,11 @@ from pathlib import Path
 
 from workflows.catalog.loaders import load_dataset
 from workflows.catalog.models import ArmSpec, ExperimentSpec
-from workflows.catalog.names import NAME_RULE, check_name, is_name, shown
+from workflows.catalog.names import check_name
+from workflows.engine.arm_grammar import ArmRequest
+from workflows.engine.arm_grammar import PlanError as PlanError
 from workflows.engine.repos import local_repo, resolve_ref
 from workflows.settings import Settings
-
-
-class PlanError(ValueError):
-    """The request cannot become an experiment; the message says what to fix."""
 
 
 def new_experiment_id(dataset: str) -> str:
@@ -22,30 +22,8 @@ def new_experiment_id(dataset: str) -> str:
     return f"exp-{dataset}-{stamp}-{secrets.token_hex(2)}"
 
 
-def parse_arm(text: str) -> tuple[str, str, dict[str, str]]:
-    """`NAME=REF[,key=value...]` -> (name, ref, config)."""
-    name, sep, rest = text.partition("=")
-    if not sep or not rest or not is_name(name):
-        raise PlanError(
-            f"arm {shown(text)} is not NAME=REF[,key=value...] (NAME like 'head': {NAME_RULE})"
-        )
-    ref, *pairs = rest.split(",")
-    return name, ref, parse_settings(pairs)
-
-
-def parse_settings(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
-    config: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise PlanError(f"setting '{pair}' is not key=value")
-        config[key.strip()] = value.strip()
-    return config
-
-
-def resolve_arms(
-    settings: Settings, repo: str, arms: list[tuple[str, str, dict[str, str]]]
-) -> list[ArmSpec]:
+def resolve_arms(settings: Settings, repo: str, arms: list[ArmRequest]) -> list[ArmSpec]:
+    """The arms with their refs resolved to commits in `repo` (cloned or fetched as needed)."""
     path = local_repo(repo, settings.data_dir / "repos")
     return [
         ArmSpec(name=name, ref=ref, commit=resolve_ref(path, ref), config=config)

@@ -17,6 +17,7 @@ from workflows.outcomes import (
 from workflows.records import RunResult
 from workflows.report.checks import error_classes, is_aa, noise_summary, rubric_check
 from workflows.report.comparisons import comparison_rows, failure_rate_row
+from workflows.report.frontier import frontier_points
 from workflows.report.images import image_notes
 from workflows.report.moved_cases import moved_cases
 from workflows.report.report_models import (
@@ -74,6 +75,7 @@ def build_report(
         budget=_budget(spec, ordered),
         build_failures=_build_failures(spec, ordered),
         reran_agent_failures=int(spec.labels.get(RERAN_AGENT_FAILURES, "0") or 0),
+        frontier=frontier_points([a.name for a in spec.arms], ordered, table),
     )
 
 

@@ -247,6 +247,23 @@ class BuildFailure(ReportModel):
     log_tail: str = Field("", description="The last lines of the build's output.")
 
 
+class FrontierPoint(ReportModel):
+    """An arm on the cost/quality plane (workflows/report/frontier.py)."""
+
+    arm: str
+    score: float | None = Field(None, description="Overall score: mean over cases.")
+    score_low: float | None = Field(None, description="95% t interval over the cases.")
+    score_high: float | None = None
+    cost_usd: float | None = Field(None, description="Agent + sandbox cost per counted run.")
+    cost_low: float | None = Field(None, description="95% t interval over the runs.")
+    cost_high: float | None = None
+    n_cases: int = 0
+    n_runs: int = 0
+    on_frontier: bool = Field(
+        False, description="No other arm scores as well for less, or better for as much."
+    )
+
+
 class ExperimentReport(ReportModel):
     experiment_id: str
     dataset: str
@@ -269,4 +286,7 @@ class ExperimentReport(ReportModel):
     )
     reran_agent_failures: int = Field(
         0, description="Agent failures rerun on request (--include-agent-failures) and replaced."
+    )
+    frontier: list[FrontierPoint] = Field(
+        default_factory=list, description="Score against cost per run, one point per arm."
     )

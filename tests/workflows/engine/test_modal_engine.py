@@ -1,13 +1,20 @@
 """Switching provider is one setting: the tiny experiment through the real engine (Temporal dev
-server, workers, store) with EVALBOT_PROVIDER=modal, on the fake Modal (tests/fakes/modal_fake), and
-the demo (`evalbot demo`) on the local provider and on the fake Modal with the same verdicts."""
+server, workers, store) with EVALBOT_PROVIDER=modal — the real `modal` SDK talking to the Modal test
+server (tests/fakes/modal_server) —, prewarm then reset to the PR's commit through the CLI, and the
+demo (`evalbot demo`) on the local provider and on Modal with the same verdicts. What happened on
+"Modal" is read from the server's side: its sandboxes' records and its counters."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import time
 import uuid
+from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -16,7 +23,7 @@ from bot.cli import _register_commands, cli
 from bot.commands.experiments import run_experiment
 from bot.composition import open_store
 from tests.conftest import REPO_ROOT
-from tests.fakes.modal_fake import FakeModal, host_problem
+from tests.fakes.modal_server.fixture import ModalTestServer
 from tests.support.agent_repo import TINY_CATALOG, AgentRepo
 from tests.support.temporal import engine_settings_for
 from workflows.catalog.hashing import tree_version
@@ -24,36 +31,28 @@ from workflows.catalog.loaders import load_world
 from workflows.catalog.models import ArmSpec
 from workflows.engine.devserver import DevServer
 from workflows.engine.planning import plan_experiment
-from workflows.providers import PROVIDERS
-from workflows.providers.base import SandboxProvider
-from workflows.providers.modal import ModalConfig, ModalProvider
+from workflows.prewarm.image_label import split_reference
+from workflows.providers.modal.modal_images import modal_image_name, prewarm_image_name
 from workflows.records import RunStatus
 from workflows.report import ExperimentReport
 from workflows.settings import Settings
 
-pytestmark = [
-    pytest.mark.timeout(300),
-    pytest.mark.skipif(host_problem() is not None, reason=f"fake Modal: {host_problem()}"),
-]
+pytestmark = [pytest.mark.timeout(300)]
 
 
 @pytest.fixture
-def cloud(tmp_path: Path) -> FakeModal:
-    return FakeModal(tmp_path / "modal-cloud", start_latency_s=0.3, create_rate_per_s=5)
+def server(modal_server: ModalTestServer) -> Iterator[ModalTestServer]:
+    """The session's server with a start latency and Modal's 5/s creation limit, counters reset."""
+    saved = asdict(modal_server.cloud.knobs())
+    modal_server.reset_counters()
+    modal_server.configure(start_latency_s=0.3, create_rate_per_s=5)
+    yield modal_server
+    modal_server.configure(**saved)
 
 
-@pytest.fixture
-def providers(monkeypatch: pytest.MonkeyPatch, cloud: FakeModal) -> list[ModalProvider]:
-    """The "modal" factory, building the real provider on the fake SDK instead of `modal`."""
-    made: list[ModalProvider] = []
-
-    def factory(settings: Settings) -> SandboxProvider:
-        provider = ModalProvider(cloud, ModalConfig.from_settings(settings))
-        made.append(provider)
-        return provider
-
-    monkeypatch.setitem(PROVIDERS, "modal", factory)
-    return made
+def sandboxes_since(server: ModalTestServer, started: float) -> list[dict[str, Any]]:
+    metas = [json.loads(p.read_text()) for p in server.cloud.root.glob("sandboxes/*/meta.json")]
+    return [meta for meta in metas if meta["created_at"] >= started]
 
 
 @pytest.fixture
@@ -62,14 +61,12 @@ def modal_settings(
 ) -> Settings:
     """The engine tests' settings, plus the one setting that picks the provider (from the env)."""
     monkeypatch.setenv("EVALBOT_PROVIDER", "modal")
+    monkeypatch.setenv("EVALBOT_MODAL_APP_NAME", f"evalbot-engine-{uuid.uuid4().hex[:8]}")
     return engine_settings_for(tmp_path / "evalbot", temporal_server, TINY_CATALOG)
 
 
 async def test_the_tiny_experiment_runs_unchanged_on_modal(
-    modal_settings: Settings,
-    agent_repo: AgentRepo,
-    cloud: FakeModal,
-    providers: list[ModalProvider],
+    modal_settings: Settings, agent_repo: AgentRepo, server: ModalTestServer
 ) -> None:
     assert modal_settings.sandbox.provider == "modal"
     world = load_world(modal_settings.catalog_root, "tiny")
@@ -82,6 +79,7 @@ async def test_the_tiny_experiment_runs_unchanged_on_modal(
     spec = plan_experiment(
         modal_settings, repo=str(agent_repo.path), dataset="tiny", arms=arms, trials=2
     )
+    started = time.time()
 
     report = await run_experiment(modal_settings, store, spec, quiet=True)
 
@@ -100,22 +98,55 @@ async def test_the_tiny_experiment_runs_unchanged_on_modal(
         assert run.sandbox.cost_usd > 0
     assert all(summary.sandbox_cost_usd > 0 for summary in report.summaries)
     assert "sandbox cost / run" in {c.metric for c in report.comparisons[0].resources}
-    # Modal-side effects: one image per arm, one world Volume, every sandbox gone at the end.
-    (provider,) = providers
-    assert provider.images.builds == 2 and provider.worlds.uploads == 1
-    assert len(cloud.stats.accepted) == len(runs) + 2  # a sandbox per cell plus the two builds
-    # Creations ran at the server's 5/s limit; the few it refused (client and server clocks
-    # differ) were retried by the admission control, and no run paid for them.
-    assert cloud.stats.max_per_window(1.0) <= 5
-    assert provider.admission.stats.rate_limited == len(cloud.stats.rejected)
-    assert provider.admission.stats.gave_up == 0
-    metas = [json.loads(p.read_text()) for p in cloud.root.glob("sandboxes/*/meta.json")]
-    assert len(metas) == len(runs) + 2
-    assert all(meta["terminated_at"] is not None for meta in metas)
-    run_tags = [meta["tags"] for meta in metas if meta["tags"].get("evalbot") == "run"]
-    assert {tags["run"] for tags in run_tags} == {c.run_id for c in spec.cells()}
-    assert {tags["experiment"] for tags in run_tags} == {spec.experiment_id}
-    assert all(meta["block_network"] for meta in metas if meta["tags"]["evalbot"] == "run")
+    # Modal's side: one build sandbox per arm, one sandbox per cell, all gone at the end; no cold
+    # build came from a prewarmed image (there is none yet).
+    metas = sandboxes_since(server, started)
+    builds = [m for m in metas if m["tags"]["evalbot"] == "build"]
+    cells = [m for m in metas if m["tags"]["evalbot"] == "run"]
+    assert sorted(m["tags"]["commit"] for m in builds) == sorted([agent_repo.base, agent_repo.head])
+    assert sorted(m["tags"]["run"] for m in cells) == sorted(c.run_id for c in spec.cells())
+    assert {m["tags"]["experiment"] for m in cells} == {spec.experiment_id}
+    assert all(m["terminated_at"] is not None for m in metas)
+    assert all(m["block_network"] for m in metas)  # neither runs nor builds have network here
+    # Creations ran at the server's 5/s limit, as the server counted them; any it refused were
+    # retried by the admission control and no run paid for them.
+    seen = server.stats()
+    assert seen["max_per_1s"] <= 5 and seen["created"] == len(metas)
+
+
+def test_prewarm_then_the_prs_commit_is_a_reset(
+    modal_settings: Settings, agent_repo: AgentRepo, server: ModalTestServer
+) -> None:
+    """`evalbot prewarm` (the hourly job) publishes main's image; the experiment's base arm uses
+    it as is and its head arm is the prewarmed image plus the delta and `build.incremental`."""
+    env = {"EVALBOT_DATA_DIR": str(modal_settings.data_dir), "EVALBOT_PROVIDER": "modal"}
+    _register_commands()
+    prewarmed = CliRunner().invoke(
+        cli, ["prewarm", "--repo", str(agent_repo.path), "--ref", agent_repo.base], env=env
+    )
+    assert prewarmed.exit_code == 0, prewarmed.output
+    store = open_store(modal_settings)
+    arms = [
+        ArmSpec(name="base", ref="base", commit=agent_repo.base),
+        ArmSpec(name="head", ref="head", commit=agent_repo.head),
+    ]
+    spec = plan_experiment(
+        modal_settings, repo=str(agent_repo.path), dataset="tiny", arms=arms, trials=1
+    )
+    started = time.time()
+
+    asyncio.run(run_experiment(modal_settings, store, spec, quiet=True))  # the CLI's own loop
+
+    runs = store.list_runs(spec.experiment_id)
+    assert {r.status for r in runs} == {RunStatus.SCORED}, [(r.run_id, r.error) for r in runs]
+    images = {r.arm: split_reference(r.image) for r in runs}
+    assert images["base"] == (modal_image_name(agent_repo.path, agent_repo.base), None)
+    name, origin = images["head"]
+    assert name == modal_image_name(agent_repo.path, agent_repo.head)
+    assert origin is not None and (origin.kind, origin.base) == ("reset", agent_repo.base[:12])
+    (build,) = [m for m in sandboxes_since(server, started) if m["tags"]["evalbot"] == "build"]
+    prewarm = prewarm_image_name(agent_repo.path, agent_repo.base)
+    assert build["image_id"] == server.cloud.image_by_tag(prewarm)  # started from the prewarm
 
 
 # -- the demo ------------------------------------------------------------------------------------
@@ -146,13 +177,12 @@ def _rounded(value: float | None) -> float | None:
 def test_the_demo_shows_the_same_on_local_and_on_modal(
     provider: str, tmp_path: Path, temporal_server: DevServer, request: pytest.FixtureRequest
 ) -> None:
-    """`evalbot demo --json` itself (the CLI, run in this process so that the "modal" factory
-    builds the real provider on the fake), with EVALBOT_PROVIDER as the only difference between
+    """`evalbot demo --json` itself (the CLI, in this process, whose environment points the
+    `modal` SDK at the test server), with EVALBOT_PROVIDER as the only difference between
     the two runs; the rest of the environment is the test harness's (where state goes, this
     session's Temporal server, task queues of its own, a short poll interval)."""
-    if provider == "modal":
-        cloud: FakeModal = request.getfixturevalue("cloud")
-        providers: list[ModalProvider] = request.getfixturevalue("providers")
+    server = request.getfixturevalue("server") if provider == "modal" else None
+    started = time.time()
     suffix = uuid.uuid4().hex[:8]
     env = {name: None for name in os.environ if name.startswith(("EVALBOT_", "OPENAI_"))} | {
         "EVALBOT_DATA_DIR": str(tmp_path / "evalbot"),
@@ -164,6 +194,7 @@ def test_the_demo_shows_the_same_on_local_and_on_modal(
         "EVALBOT_PROVISION_TASK_QUEUE": f"provision-{suffix}",
         "EVALBOT_POLL_INTERVAL_S": "0.2",
         "EVALBOT_PROVIDER": provider,
+        "EVALBOT_MODAL_APP_NAME": f"evalbot-demo-{suffix}",
     }
     _register_commands()
     result = CliRunner().invoke(
@@ -182,13 +213,10 @@ def test_the_demo_shows_the_same_on_local_and_on_modal(
     store = open_store(Settings(data_dir=tmp_path / "evalbot", store={"database_url": None}))
     runs = store.list_runs(report.experiment_id)
     assert len(runs) == DEMO_CELLS and {r.provider for r in runs} == {provider}
-    if provider != "modal":
+    if server is None:
         return
-    (made,) = providers
-    assert made.images.builds == 2 and made.worlds.uploads == 1
-    assert len(cloud.stats.accepted) == DEMO_CELLS + 2  # a sandbox per cell plus the two builds
-    assert cloud.stats.max_per_window(1.0) <= 5
-    assert made.admission.stats.gave_up == 0
-    metas = [json.loads(p.read_text()) for p in cloud.root.glob("sandboxes/*/meta.json")]
-    assert len(metas) == DEMO_CELLS + 2
+    metas = sandboxes_since(server, started)
+    assert len([m for m in metas if m["tags"]["evalbot"] == "build"]) == 2
+    assert len([m for m in metas if m["tags"]["evalbot"] == "run"]) == DEMO_CELLS
     assert all(meta["terminated_at"] is not None for meta in metas)
+    assert server.stats()["max_per_1s"] <= 5
