@@ -6,7 +6,7 @@ PYTHON ?= python3
 APT_PACKAGES := bubblewrap postgresql git util-linux chromium
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bootstrap system-packages lint typecheck actionlint unit clean chaos
+.PHONY: demo test bootstrap system-packages lint typecheck actionlint unit clean chaos test-modal test-modal-live
 
 # `evalbot doctor` first: one line per check with its fix; it stops the demo only when something
 # the sandboxes need is missing (docs/cli.md).
@@ -54,6 +54,24 @@ actionlint:
 
 unit:
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider
+
+# The Modal tests alone: the real `modal` SDK against the wire-level test server
+# (tests/fakes/modal_server). CI runs them on the lowest and highest SDK pyproject allows.
+MODAL_TESTS := tests/fakes/test_modal_server.py $(wildcard tests/workflows/providers/test_modal_*.py) \
+	tests/workflows/providers/test_modal.py tests/workflows/engine/test_modal_engine.py \
+	tests/workflows/engine/test_modal_reaper.py
+test-modal: bootstrap
+	$(PY) -m pytest -q -p no:cacheprovider $(MODAL_TESTS)
+	$(PY) -m pytest -q -p no:cacheprovider tests/workflows/providers/test_conformance.py -k modal
+
+# Opt-in: the conformance suite and a small experiment on real Modal (docs/modal.md, "Live tests").
+test-modal-live: bootstrap
+	@if [ -z "$$MODAL_TOKEN_ID" ] || [ -z "$$MODAL_TOKEN_SECRET" ]; then \
+	  echo "test-modal-live: skipped: set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET to run it"; \
+	else \
+	  $(PY) -m pytest -q -p no:cacheprovider -m live tests/workflows/providers/test_modal_live.py \
+	    tests/workflows/engine/test_modal_live_experiment.py; \
+	fi
 
 # Fault and hostile-input tests (also part of `make test`), then the reliability table in
 # benchmarks/RESULTS.md (section "## Reliability").

@@ -36,7 +36,11 @@ from workflows.engine.activities import RunStore
 from workflows.providers.base import RunSandbox, SandboxError, SandboxProvider
 
 REAP_EVERY = timedelta(minutes=10)
-SCHEDULE_ID = "evalbot-reaper"
+
+
+def schedule_id(task_queue: str) -> str:
+    """One reaping schedule per deployment (its runs task queue)."""
+    return f"evalbot-reaper-{task_queue}"
 
 
 @dataclass
@@ -115,12 +119,13 @@ class ReaperActivities:
 
 
 async def ensure_reaper_schedule(client: Client, task_queue: str) -> None:
-    """Create the reaping schedule unless it exists (every worker calls this; one wins)."""
+    """Create the reaping schedule unless it exists (every worker calls this; one wins). A pass
+    still running when the next is due makes that one skip (the schedule's default overlap)."""
     schedule = Schedule(
         action=ScheduleActionStartWorkflow(
-            "ReaperWorkflow", id="evalbot-reaper-pass", task_queue=task_queue
+            "ReaperWorkflow", id=f"{schedule_id(task_queue)}-pass", task_queue=task_queue
         ),
         spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=REAP_EVERY)]),
     )
     with contextlib.suppress(ScheduleAlreadyRunningError):
-        await client.create_schedule(SCHEDULE_ID, schedule)
+        await client.create_schedule(schedule_id(task_queue), schedule)

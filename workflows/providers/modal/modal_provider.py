@@ -1,8 +1,9 @@
 """The `modal` provider: every run in a Modal Sandbox (docs/modal.md has the design).
 
-The SDK is injected (`ModalProvider(sdk)`): the factory registered under "modal" passes the real
-`modal` module; tests pass tests/fakes/modal_fake.FakeModal. Everything goes through the SDK's
-async interface (`.aio`).
+The SDK module is passed in (`ModalProvider(modal)`, by the factory registered under "modal");
+it is always the real `modal` package — tests point it at the Modal test server
+(tests/fakes/modal_server) through its own environment variables. Everything goes through the SDK's
+async interface (`.aio`), with public calls only, but for the two wrappers of modal_private.py.
 
 A sandbox, as created here:
 
