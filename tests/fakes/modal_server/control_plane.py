@@ -103,9 +103,13 @@ class ControlPlane(ModalClientBase):
         if not faults:
             return
         rpc = str(getattr(stream, "_method_name", "")).rpartition("/")[2]
-        names = [getattr(request, field, "") for field in ("deployment_name", "tag", "sandbox_id")]
+        fields = ("deployment_name", "app_name", "tag", "sandbox_id")
+        names = [getattr(request, field, "") for field in fields]
         for key in (rpc, *(f"{rpc}:{name}" for name in names if name)):
             if key in faults:
+                status, sep, message = faults[key].partition(":")
+                if sep and status in Status.__members__:
+                    raise GRPCError(Status[status], message.strip())
                 raise GRPCError(Status.PERMISSION_DENIED, faults[key])
 
     # -- client, apps -------------------------------------------------------------------------

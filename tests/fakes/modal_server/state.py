@@ -72,9 +72,9 @@ class Knobs:
     start_latency_s: float = 0.0
     create_rate_per_s: float | None = None
     max_starting: int | None = None
-    # injected failures: "RpcName" or "RpcName:object name" -> the message of a PERMISSION_DENIED
-    # (the SDK's PermissionDeniedError, never retried); the object name is the request's
-    # deployment_name, tag or sandbox_id
+    # injected failures: "RpcName" or "RpcName:object name" -> "[STATUS:]message", answered
+    # with that gRPC status (default PERMISSION_DENIED: the SDK's PermissionDeniedError, never
+    # retried); the object name is the request's deployment_name, app_name, tag or sandbox_id
     faults: dict[str, str] = field(default_factory=dict)
 
 

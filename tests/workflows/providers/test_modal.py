@@ -84,10 +84,38 @@ async def test_the_vm_runtime_is_an_option(env: ModalEnv, sandboxes: list[ModalS
     assert env.meta(sandbox.id)["runtime"] == "vm"
 
 
+# -- bad input: one sentence naming the object and the fix, an infrastructure error ---------------
+
+
 async def test_a_missing_secret_group_fails_the_creation(env: ModalEnv) -> None:
     provider = env.provider()
-    with pytest.raises(SandboxCreateError, match="never-synced"):
+    with pytest.raises(SandboxCreateError, match=r"never-synced.*EVALBOT_SECRETS_SINK=modal"):
         await provider.create(env.spec(secret_groups=("never-synced",)))
+
+
+async def test_a_volume_that_cannot_be_created_names_the_world(
+    env: ModalEnv, tmp_path: Path
+) -> None:
+    world = make_world(tmp_path / "unwritable-world")
+    (world / "nonce.txt").write_text(str(time.time_ns()))  # a version not uploaded yet
+    provider = env.provider()
+    faults = {"VolumeGetOrCreate": "volume quota exceeded"}
+    with env.knobs(faults=faults), pytest.raises(SandboxCreateError) as caught:
+        await provider.create(env.spec(world_dir=world))
+    assert "world unwritable-world" in str(caught.value)
+    assert "volume quota exceeded" in str(caught.value)
+
+
+async def test_a_token_the_server_rejects_is_one_sentence_with_the_fix(
+    env: ModalEnv,
+) -> None:
+    provider = env.provider(app_name=f"evalbot-rejected-{time.time_ns()}")
+    faults = {"AppGetOrCreate": "UNAUTHENTICATED: Invalid token"}
+    with env.knobs(faults=faults), pytest.raises(SandboxCreateError) as caught:
+        await provider.create(env.spec())
+    message = str(caught.value)
+    assert "Modal rejected the token" in message and "MODAL_TOKEN_ID" in message
+    assert "\n" not in message
 
 
 async def test_the_engine_passes_group_names_and_for_forks_only_the_fork_safe_ones(

@@ -26,6 +26,7 @@ from typing import Any
 from workflows.providers.base import (
     FileInfo,
     FileKind,
+    SandboxCreateError,
     SandboxError,
     SandboxFileError,
     SandboxRateLimited,
@@ -212,3 +213,21 @@ def sdk_error(sdk: Any, error: BaseException, what: str) -> SandboxError:
     if isinstance(error, exc.NotFoundError | exc.SandboxTerminatedError):
         return SandboxError(f"{what} is gone (terminated or expired): {error}")
     return SandboxError(f"{what}: Modal failed ({type(error).__name__}: {error})")
+
+
+def creation_error(sdk: Any, error: BaseException, what: str) -> SandboxError:
+    """A Modal exception while creating something, as one sentence naming the object and the
+    fix. An infrastructure error (SandboxCreateError), never the agent's."""
+    exc = sdk.exception
+    if isinstance(error, exc.ResourceExhaustedError):
+        return sdk_error(sdk, error, what)
+    if isinstance(error, exc.AuthError):
+        fix = "give the worker a valid MODAL_TOKEN_ID/MODAL_TOKEN_SECRET (modal token new)"
+        return SandboxCreateError(f"{what}: Modal rejected the token ({error}); {fix}")
+    if isinstance(error, exc.NotFoundError) and "Secret" in str(error):
+        fix = "sync the group into Modal Secrets (EVALBOT_SECRETS_SINK=modal, docs/secrets.md)"
+        return SandboxCreateError(f"{what}: {error}; {fix}")
+    if isinstance(error, exc.PermissionDeniedError):
+        fix = "check what the token's workspace and environment allow"
+        return SandboxCreateError(f"{what}: Modal refused ({error}); {fix}")
+    return SandboxCreateError(f"{what}: Modal failed ({type(error).__name__}: {error})")

@@ -58,7 +58,7 @@ from workflows.providers.base import (
 from workflows.providers.common import RUNNER
 from workflows.providers.common.sandbox_layout import build_env, dir_env
 from workflows.providers.modal.modal_admission import Admission, AdmissionLimits
-from workflows.providers.modal.modal_files import ModalFiles, sdk_error
+from workflows.providers.modal.modal_files import ModalFiles, creation_error, sdk_error
 from workflows.providers.modal.modal_images import ModalImageBuilder
 from workflows.providers.modal.modal_private import delete_image_name
 from workflows.providers.modal.modal_volumes import WorldVolumes
@@ -376,7 +376,8 @@ class ModalProvider(SandboxProvider):
                     self.config.app_name, create_if_missing=True
                 )
             except self.sdk.exception.Error as error:
-                raise sdk_error(self.sdk, error, f"looking up app {self.config.app_name}") from None
+                what = f"looking up the Modal App {self.config.app_name}"
+                raise creation_error(self.sdk, error, what) from None
         return self._app
 
     async def image(self, reference: str) -> Any:
@@ -404,7 +405,7 @@ class ModalProvider(SandboxProvider):
                 "(evalbot prewarm) or publish it under that name"
             ) from None
         except exc.Error as error:
-            raise sdk_error(self.sdk, error, f"looking up image {reference}") from None
+            raise creation_error(self.sdk, error, f"looking up image {reference}") from None
         self._image_handles[reference] = image
         return image
 
@@ -414,7 +415,11 @@ class ModalProvider(SandboxProvider):
         check_case_files(spec.case_files)
         env = build_env({}, spec.env, fixed=dir_env(SANDBOX_DIRS))
         image = await self.image(spec.image)
-        world, version = await self.worlds.volume_for(spec.world_dir)
+        try:
+            world, version = await self.worlds.volume_for(spec.world_dir)
+        except self.sdk.exception.Error as error:
+            what = f"putting world {spec.world_dir.name} on a Modal Volume"
+            raise creation_error(self.sdk, error, what) from None
         meta = {
             "run_id": spec.run_id, "image": spec.image, "world_version": version,
             "limits": spec.limits.as_dict(), "created_at": time.time(),
@@ -436,7 +441,7 @@ class ModalProvider(SandboxProvider):
         try:
             return await self.admission.create(lambda: self._create(app, spec, **parts))
         except self.sdk.exception.Error as error:
-            raise SandboxCreateError(f"Modal could not create the sandbox: {error}") from None
+            raise creation_error(self.sdk, error, "Modal could not create the sandbox") from None
 
     async def _create(
         self, app: Any, spec: SandboxSpec, *, image: Any, world: Any, env: Any
