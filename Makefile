@@ -6,12 +6,12 @@ PYTHON ?= python3
 APT_PACKAGES := bubblewrap postgresql git util-linux chromium
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bootstrap system-packages lint typecheck actionlint unit clean chaos
+.PHONY: demo test bootstrap system-packages lint typecheck actionlint unit clean chaos results-check
 
 demo: bootstrap
 	$(VENV)/bin/evalbot demo
 
-test: bootstrap lint typecheck actionlint unit
+test: bootstrap lint typecheck actionlint results-check unit
 
 bootstrap: system-packages $(STAMP)
 
@@ -48,6 +48,11 @@ typecheck:
 
 actionlint:
 	$(VENV)/bin/actionlint .github/workflows/*.yml
+
+# benchmarks/RESULTS.md: digests of the generated sections, summaries re-derived from their rows
+# (no benchmark is re-run; benchmarks/results_check.py).
+results-check:
+	$(PY) benchmarks/results_check.py
 
 unit:
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider
