@@ -40,10 +40,10 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+from results_file import write_section  # noqa: E402  (benchmarks/, the script's folder)
+
 from bot.webhooks.signature import sign  # noqa: E402
 from tests.bot.payloads import SECRET, pr_comment, pull_event, pull_json  # noqa: E402
-
-from results_file import write_section  # noqa: E402  (benchmarks/, the script's folder)
 
 REPO = "Codertocat/Hello-World"
 SECTION = "webhook"  # its markers in RESULTS.md (results_file.py)

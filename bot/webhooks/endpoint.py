@@ -1,6 +1,7 @@
 """`POST /github/webhook`: size limit (413), signature (401), JSON (400), `ping`, unknown events
-(204), routing, de-duplication of the deliveries a handler acts on, then the handlers. It answers
-as soon as the work is handed off."""
+(204), routing, de-duplication of the deliveries a handler acts on, then the handlers: a malformed
+payload is a 400, a GitHub refusal that will not change (a 404 for the installation) a 422, any
+other failure a 503 to redeliver. It answers as soon as the work is handed off."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
+from github import GithubException
 
+from bot.github.gateway import is_retryable
 from bot.github.github_types import PayloadError
 from bot.service import EvalService, Outcome
 from bot.webhooks import signature
@@ -77,11 +80,23 @@ async def _dispatch(
         outcomes = await Router.run(handlers, event, service)
     except PayloadError as error:
         return _error(400, str(error))
+    except GithubException as error:
+        if is_retryable(error):
+            return _failed(event, gate, error)
+        log.warning("delivery %s (%s): GitHub answered %s", event.delivery_id, event.name,
+                    error.status)  # fmt: skip
+        return _error(422, f"GitHub answered {error.status} for this delivery's repository or "
+                      "installation; redelivering will not help")  # fmt: skip
     except Exception as error:
-        gate.release(event.delivery_id)
-        log.exception("delivery %s (%s) failed", event.delivery_id, event.name)
-        return _error(503, f"handling failed ({type(error).__name__}); redeliver to retry")
+        return _failed(event, gate, error)
     return JSONResponse(_summary(event, outcomes))
+
+
+def _failed(event: Event, gate: DeliveryGate, error: Exception) -> Response:
+    """A failure worth redelivering: the delivery id is released so a redelivery is handled."""
+    gate.release(event.delivery_id)
+    log.error("delivery %s (%s) failed", event.delivery_id, event.name, exc_info=error)
+    return _error(503, f"handling failed ({type(error).__name__}); redeliver to retry")
 
 
 def _summary(event: Event, outcomes: list[Outcome]) -> dict[str, Any]:

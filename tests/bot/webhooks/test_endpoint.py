@@ -72,3 +72,38 @@ def test_known_event_without_delivery_id_is_400(sender: Sender) -> None:
 def test_healthz(sender: Sender) -> None:
     response = sender.client.get("/healthz")
     assert response.status_code == 200 and response.json() == {"status": "ok"}
+
+
+def test_github_refusing_for_good_is_422_and_outages_stay_503(
+    sender: Sender, github: FakeGitHub, launcher: FakeLauncher
+) -> None:
+    """A 404 for the installation will not change on redelivery (422); a GitHub 502 might (503,
+    and the delivery id is released so the redelivery is handled)."""
+    payload = pr_comment("/eval tiny --trials 1")
+    github.fail("POST", r"/app/installations/\d+/access_tokens", status=404)  # uninstalled
+    gone = sender.deliver("issue_comment", payload)
+    assert gone.status_code == 422 and "redelivering will not help" in gone.text, gone.text
+    github.fail("POST", r"/app/installations/\d+/access_tokens", status=502, times=10)
+    down = sender.deliver("issue_comment", payload, delivery="outage")
+    assert down.status_code == 503, down.text
+    github.failures.clear()
+    again = sender.deliver("issue_comment", payload, delivery="outage")
+    assert again.status_code == 200 and launcher.start_calls, again.text
+
+
+def test_payload_fields_of_the_wrong_type_are_400_naming_the_field(sender: Sender) -> None:
+    cases = {
+        ("issue", "number"): "2",
+        ("comment", "id"): -1,
+        ("repository", "full_name"): "no-slash",
+        ("comment",): "a string",
+    }
+    for (*parents, key), value in cases.items():
+        payload = pr_comment("/eval tiny --trials 1")
+        node = payload
+        for name in parents:
+            node = node[name]
+        node[key] = value
+        response = sender.deliver("issue_comment", payload)
+        assert response.status_code == 400, (key, response.text)
+        assert ".".join([*parents, key]) in response.json()["error"], response.text
