@@ -27,8 +27,7 @@ from tests.chaos.conftest import chaos_settings, new_github
 from tests.chaos.harness import (
     ChaosAgent,
     WorkerProcess,
-    clean_up_sandboxes,
-    host_residue,
+    finish,
     outcome,
     write_catalog,
 )
@@ -113,7 +112,7 @@ async def test_github_outage_for_a_minute(
         github=GitHubClients(settings, options=ClientOptions.fast()),
     )
     worker = WorkerProcess(settings, tmp_path / "worker.log").start()
-    completed = False
+    completed, experiment_id = False, ""
     try:
         with AppServer(app) as server:
 
@@ -128,13 +127,14 @@ async def test_github_outage_for_a_minute(
         await asyncio.wait_for(wait_for(client, experiment_id), timeout=360)
         completed = True
     finally:
-        worker.kill()
-        left = await clean_up_sandboxes(settings)
+        snapshot, left = await finish(worker, settings, experiment_id)
     record_ = store.get_experiment(experiment_id)
     assert record_ is not None
     spec = record_.spec
-    result = await outcome(client, store, flaky, spec, (REPO, PR), completed=completed)
-    result.orphaned, result.residue = left, host_residue(settings, spec)
+    result = await outcome(
+        client, store, flaky, spec, (REPO, PR), completed=completed, snapshot=snapshot
+    )
+    result.orphaned = left
     comments = bot_comments(flaky)
 
     record(

@@ -30,7 +30,7 @@ from tests.chaos.harness import (
     WorkerProcess,
     clean_up_sandboxes,
     expected_status,
-    host_residue,
+    finish,
     outcome,
     plan,
     reporter,
@@ -136,10 +136,11 @@ async def test_judge_outage_is_absorbed(
         await asyncio.wait_for(wait_for(client, spec.experiment_id), timeout=300)
         completed = True
     finally:
-        worker.kill()
-        left = await clean_up_sandboxes(settings)
-    result = await outcome(client, store, github, spec, (REPO, PR), completed=completed)
-    result.orphaned, result.residue = left, host_residue(settings, spec)
+        snapshot, left = await finish(worker, settings, spec.experiment_id)
+    result = await outcome(
+        client, store, github, spec, (REPO, PR), completed=completed, snapshot=snapshot
+    )
+    result.orphaned = left
     scored = [r for r in store.list_runs(spec.experiment_id) if r.status is RunStatus.SCORED]
     misjudged = [r.run_id for r in scored if not judged_right(r)]
 

@@ -13,11 +13,11 @@ import pytest
 
 from bot.composition import open_store
 from tests.chaos.conftest import PR, REPO, chaos_settings
+from tests.chaos.evidence import snapshot_host
 from tests.chaos.harness import (
     ChaosAgent,
     WorkerProcess,
     clean_up_sandboxes,
-    host_residue,
     outcome,
     plan,
     reporter,
@@ -62,12 +62,15 @@ async def test_temporal_server_killed_and_restarted(
             worker_survived &= worker.alive()
         await asyncio.wait_for(wait_for(client, spec.experiment_id), timeout=240)
         completed = True
-        result = await outcome(client, store, github, spec, (REPO, PR), completed=completed)
+        snapshot = snapshot_host(settings, spec.experiment_id)  # before any clean-up
+        result = await outcome(
+            client, store, github, spec, (REPO, PR), completed=completed, snapshot=snapshot
+        )
     finally:
         worker.kill()
         left = await clean_up_sandboxes(settings)
         server.stop()
-    result.orphaned, result.residue = left, host_residue(settings, spec)
+    result.orphaned = left
 
     record(
         "fault",
