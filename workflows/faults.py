@@ -12,6 +12,12 @@ the check reports the failure (benchmarks/RESULTS.md, "Reliability", the mutatio
 - `comment-twice`: the report publisher creates the sticky comment even when it exists
   (bot/github/github_activities.py; the duplicate is then deleted); caught by the fake GitHub's
   request log.
+- `stale-comment`: the publisher never edits the sticky comment after creating it (same file);
+  caught by "PR comment correct".
+- `drop-errors`: the score activity does not store a run the agent failed
+  (workflows/engine/activities.py); caught by "results lost".
+- `errors-as-infra`: the score activity stores every failure it classifies as a sandbox error
+  (same file); caught by "cells misclassified".
 """
 
 from __future__ import annotations

@@ -135,7 +135,8 @@ class GitHubReporter(ReportActivities):
             for duplicate, _ in found[1:]:
                 gw.delete_comment(duplicate)
             comment_id, current = found[0]
-            if current != body and self._may_replace(current, spec):
+            stale = faults.active("stale-comment")  # a broken build (workflows/faults.py)
+            if current != body and self._may_replace(current, spec) and not stale:
                 gw.edit_comment(comment_id, body)
 
     def _may_replace(self, current: str, spec: ExperimentSpec) -> bool:

@@ -1,8 +1,9 @@
 """Mutation checks: each check of the fault tests fails against a deliberately broken build.
 
-A small experiment (2 cases x 2 arms x 1 trial) runs on a worker started with `EVALBOT_FAULT`
-(workflows/faults.py), and the same end-of-test checks the fault tests use (tests/chaos/harness.py
-`Outcome`, fed by tests/chaos/evidence.py) must report the failure the fault causes. The same
+A small experiment (4 cases x 2 arms x 1 trial, case-03 failing on purpose) runs on a worker
+started with `EVALBOT_FAULT` (workflows/faults.py), and the same end-of-test checks the fault
+tests use (tests/chaos/harness.py `Outcome`, fed by tests/chaos/evidence.py) must report the
+failure the fault causes. The same
 experiment on the real build passes them, so a check that always failed would show here too."""
 
 from __future__ import annotations
@@ -34,13 +35,17 @@ FAULTS = {  # the broken build -> (the check that must catch it, what it then re
     "skip-teardown": ("host snapshot before clean-up", "left on the host before clean-up"),
     "score-twice": ("results duplicated: Temporal history", "results produced twice"),
     "comment-twice": ("results duplicated: GitHub request log", "2 comments"),
+    "stale-comment": ("PR comment correct", "the PR comment does not show the stored results"),
+    "drop-errors": ("results lost", "results lost"),
+    "errors-as-infra": ("cells misclassified", "misclassified"),
 }
+CASES = 4  # case-03 fails on purpose (agent_error), so failed cells are recorded too
 
 
 async def small_experiment(
     tmp_path: Path, settings: Settings, github: FakeGitHub, fault: str
 ) -> Outcome:
-    write_catalog(settings.catalog_root, cases=2)
+    write_catalog(settings.catalog_root, cases=CASES)
     agent = write_agent(tmp_path / "agent", sleep_s=0.05)
     spec = plan(settings, agent, trials=1)
     store = open_store(settings)
