@@ -58,28 +58,48 @@ def expect(problems: list[str], section: str, wanted: str, text: str) -> None:
 # -- per-section summaries --------------------------------------------------------------------
 
 
-def reliability(text: str) -> list[str]:
-    """The "**all**" rows are the sums of the rows above them; the verdict follows the rows."""
-    problems: list[str] = []
-    faults = table_rows(text, "check")
-    hostile = table_rows(text, "hostile input")
-    for name, rows, first in (("checks", faults, 1), ("hostile inputs", hostile, 1)):
-        body = [r for r in rows if r[0] != "**all**"]
-        total = [r for r in rows if r[0] == "**all**"]
-        if not body or len(total) != 1:
-            problems.append(f"reliability: the {name} table has no rows or no single **all** row")
-            continue
-        columns = [i for i in range(first, len(total[0])) if re.fullmatch(r"\d+", total[0][i])]
-        for column in columns:
-            summed = sum(int(number(r[column])) for r in body)
-            if summed != int(total[0][column]):
+def count(cell: str) -> int:
+    """A table cell as a count ("—" and text count as 0)."""
+    return int(cell) if re.fullmatch(r"\d+", cell) else 0
+
+
+def totals(problems: list[str], name: str, rows: list[list[str]]) -> list[list[str]]:
+    """Check the "**all**" row against the sum of the rows above it; returns those rows."""
+    body = [r for r in rows if r[0] != "**all**"]
+    total = [r for r in rows if r[0] == "**all**"]
+    if not body or len(total) != 1:
+        problems.append(f"reliability: the {name} table has no rows or no single **all** row")
+        return body
+    for column, cell in enumerate(total[0]):
+        if column and re.fullmatch(r"\d+", cell):
+            summed = sum(count(r[column]) for r in body)
+            if summed != int(cell):
                 problems.append(
                     f"reliability: {name}, column {column + 1}: the rows add up to {summed}, "
-                    f"**all** says {total[0][column]}"
+                    f"**all** says {cell}"
                 )
-    failed = [r[0] for r in faults if r[0] != "**all**" and r[-2] != "passed"]
-    if "all checks passed" in text and failed:
-        problems.append(f"reliability: says all checks passed, but these did not: {failed}")
+    return body
+
+
+def reliability(text: str) -> list[str]:
+    """The "**all**" rows are the sums of the rows above them; the summary line and the verdict
+    follow from the rows."""
+    problems: list[str] = []
+    faults = totals(problems, "faults", table_rows(text, "fault injected"))
+    hostile = totals(problems, "hostile inputs", table_rows(text, "hostile input"))
+    checks = table_rows(text, "check")
+    lost, duplicated, wrong, cells = (sum(count(r[i]) for r in faults) for i in (4, 5, 6, 3))
+    tried, reached, rejected, contained = (sum(count(r[i]) for r in hostile) for i in (1, 2, 4, 5))
+    caught = sum(r[2] == "yes" for r in checks)
+    expect(problems, "reliability", (
+        f"Summary: {lost} results lost, {duplicated} duplicated, {wrong} misclassified in "
+        f"{cells} cells; {contained} of {tried} hostile inputs contained, {reached} of them after "
+        f"reaching a handler and {rejected} rejected at the door; {caught} of {len(checks)} "
+        "checks caught their broken build."
+    ), text)  # fmt: skip
+    healthy = lost == duplicated == wrong == 0 and contained == tried and caught == len(checks)
+    if "all tests passed" in text and not (healthy and checks):
+        problems.append("reliability: says all tests passed, but the rows show a failure")
     return problems
 
 

@@ -68,24 +68,41 @@ def test_rows_changed_under_a_derived_summary_are_caught(
     assert any("orchestration-batches: not what the rows" in p for p in checker.check(edited))
 
 
-def test_reliability_totals_are_recomputed(checker: ModuleType, document: str) -> None:
-    section = "\n".join(
-        [
-            "| check | runs | broken build it catches | caught | result |",
-            "|---|---:|---|---|---|",
-            "| a | 3 | x | yes | passed |",
-            "| b | 4 | y | yes | passed |",
-            "| **all** | 8 | | | |",
-            "",
-            "| hostile input | tried | reached a handler | rejected at the door | contained |",
-            "|---|---:|---:|---:|---:|",
-            "| c | 5 | 2 | 3 | 5 |",
-            "| **all** | 5 | 2 | 3 | 5 |",
-        ]
-    )
-    assert checker.reliability(section) == [
-        "reliability: checks, column 2: the rows add up to 7, **all** says 8"
-    ]
+def test_reliability_totals_and_summary_are_recomputed(checker: ModuleType) -> None:
+    def section(lost_a: str, caught_b: str) -> str:
+        return "\n".join(
+            [
+                "Run 2026-12-01: all tests passed.",
+                "",
+                "| fault injected | faults | completed | cells | lost | dup | wrong | ok | left |",
+                "|---|---:|---:|---:|---:|---:|---:|---|---:|",
+                f"| a | 1 | 1/1 | 20 | {lost_a} | 0 | 0 | yes | 0 |",
+                "| b | 2 | 1/1 | 20 | 0 | 0 | 0 | yes | 0 |",
+                "| **all** | 3 | 2/2 | 40 | 0 | 0 | 0 | | 0 |",
+                "",
+                "| check | broken build it catches | caught | reported |",
+                "|---|---|---|---|",
+                "| x | `EVALBOT_FAULT=x` | yes | — |",
+                f"| y | `EVALBOT_FAULT=y` | {caught_b} | — |",
+                "",
+                "| hostile input | tried | reached | no handler | at the door | contained |",
+                "|---|---:|---:|---:|---:|---:|",
+                "| c | 5 | 2 | 1 | 2 | 5 |",
+                "| d | 1 | — | — | — | 1 |",
+                "| **all** | 6 | 2 | 1 | 2 | 6 |",
+                "",
+                "Summary: 0 results lost, 0 duplicated, 0 misclassified in 40 cells; 6 of 6 "
+                "hostile inputs contained, 2 of them after reaching a handler and 2 rejected at "
+                "the door; 2 of 2 checks caught their broken build.",
+            ]
+        )
+
+    assert checker.reliability(section("0", "yes")) == []
+    problems = checker.reliability(section("1", "yes"))
+    assert "reliability: faults, column 5: the rows add up to 1, **all** says 0" in problems
+    assert any("says all tests passed" in p for p in problems), problems
+    problems = checker.reliability(section("0", "NO"))
+    assert any("1 of 2 checks caught" in p for p in problems), problems
 
 
 def test_figures_outside_markers_must_say_they_were_copied(

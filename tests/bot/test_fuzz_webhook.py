@@ -327,7 +327,10 @@ def test_mutation_a_payload_reader_that_crashes_is_caught(
     handlers), so a mutated id or number crashes a handler: the fuzz reports a 5xx."""
     monkeypatch.setattr(payloads, "whole_number", lambda value, name: int(value))
     tally = fuzz_mutated(probe, 60, derandomize=True)
-    assert any(": 50" in problem for problem in tally.problems), tally
+    caught = any(": 50" in problem for problem in tally.problems)
+    record("mutation", "webhook fuzz: no 5xx", caught=caught, detail=tally.problems[:1],
+           fault="monkeypatch: payloads.whole_number is plain int()")  # fmt: skip
+    assert caught, tally
 
 
 def test_mutation_replies_to_a_repo_the_payload_names_badly_are_caught(
@@ -340,6 +343,9 @@ def test_mutation_replies_to_a_repo_the_payload_names_badly_are_caught(
     event, payload = cases["issue_comment.created"]
     for value in ([], "no-slash", "a/b/c", "\u202e/x"):
         probe.send(event, encode(mutate(payload, ("repository", "full_name"), value)))
+    record("mutation", "webhook fuzz: GitHub gets only reads and polite replies",
+           caught=bool(probe.tally.problems), detail=probe.tally.problems[:1],
+           fault="monkeypatch: payloads.repo_name accepts any value")  # fmt: skip
     assert probe.tally.problems, probe.tally
 
 
@@ -349,4 +355,8 @@ def test_mutation_a_door_without_a_lock_is_caught(
     """Broken build: the signature check passes everything; the unsigned set reaches handlers."""
     monkeypatch.setattr(signature_module, "verify", lambda *args: True)
     tally = fuzz_unsigned(probe, 10)
-    assert tally.reached > 0 and tally.problems, tally
+    caught = tally.reached > 0 and bool(tally.problems)
+    fault = "monkeypatch: signature.verify passes everything"
+    record("mutation", "webhook door: unsigned deliveries stop at 401", caught=caught,
+           detail=tally.problems[:1], fault=fault)  # fmt: skip
+    assert caught, tally

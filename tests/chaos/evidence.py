@@ -8,7 +8,7 @@
   or local-activity markers) — not from the store, whose primary key makes duplicates impossible.
 - `github_creations`: the sticky comments and check runs created on GitHub for the experiment,
   from the fake GitHub's request log (a comment created twice and then de-duplicated still shows).
-- `judge_requests_per_run`: answered judge requests per run, from the fake judge's request log.
+- `judge_requests_per_answer`: answered judge requests per cell, from the fake judge's log.
 """
 
 from __future__ import annotations
@@ -175,14 +175,15 @@ def github_creations(github: FakeGitHub, repo: str, number: int, experiment_id: 
     )
 
 
-RUN_IN_ANSWER = re.compile(r"\(run (\d+)\)")
+ANSWER = re.compile(r"the answer is \d+ \(run \d+\)")  # the chaos agent's, one per cell
 
 
-def judge_requests_per_run(judge: FakeOpenAI) -> Counter[str]:
-    """Answered (200) judge requests per run; each chaos answer names its run's seed."""
+def judge_requests_per_answer(judge: FakeOpenAI) -> Counter[str]:
+    """Answered (200) judge requests per graded answer (the arm's number and the run's seed name
+    its cell)."""
     counts: Counter[str] = Counter()
     for request in judge.log():
         if request.status == 200:
-            found = RUN_IN_ANSWER.search(json.dumps(request.body))
-            counts[found.group(1) if found else "?"] += 1
+            found = ANSWER.search(json.dumps(request.body))
+            counts[found.group() if found else "?"] += 1
     return counts

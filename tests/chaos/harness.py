@@ -1,10 +1,11 @@
 """The experiment the fault tests run: a generated catalog, a trivial shell agent, a worker in a
 subprocess, and the checks every fault test ends with.
 
-Cells: CASES cases x 2 arms (`base`, `head`) x TRIALS trials = 200 by default. The agent sleeps a
-little (so faults land mid-run), writes a transcript, an answer (`41` on base, `42` on head, so the
-report has a real difference; each answer names its run, so no judge cache answers for it) and its
-usage. Two cases fail on purpose, the same way every
+Cells: CASES cases x 2 arms (`base`, `head`) x TRIALS trials = 200 by default
+(`EVALBOT_CHAOS_TRIALS` sets TRIALS: benchmarks/reliability.py `--trials` for a reduced run).
+The agent sleeps a little (so faults land mid-run), writes a transcript, an answer (`41` on base,
+`42` on head, so the report has a real difference; each answer names its run, so no judge cache
+answers for it) and its usage. Two cases fail on purpose, the same way every
 time, so "no cell marked failed that did not fail" is checked both ways:
 
 - `case-03` exits 3 without an answer      -> agent_error
@@ -50,7 +51,7 @@ from workflows.settings import Settings, setting_fields
 from workflows.store import Store
 
 CASES = 10
-TRIALS = 10
+TRIALS = int(os.environ.get("EVALBOT_CHAOS_TRIALS", "10"))
 FAILING = {"case-03": RunStatus.AGENT_ERROR, "case-07": RunStatus.OUTPUT_ERROR}
 
 AGENT = r"""#!/bin/sh

@@ -25,6 +25,8 @@ from tests.bot.conftest import AppServer, Sender
 from tests.bot.payloads import REPO, SECRET, pr_comment, pull_json
 from tests.chaos.conftest import chaos_settings, new_github
 from tests.chaos.harness import (
+    CASES,
+    TRIALS,
     ChaosAgent,
     WorkerProcess,
     finish,
@@ -91,18 +93,17 @@ async def test_github_outage_for_a_minute(
         github={
             "webhook_secret": SECRET,
             "timeout_s": CLIENT_TIMEOUT_S,
-            "max_trials": 10,
+            "max_trials": TRIALS,
             "max_cases": 10,
         },
     )
     pull = pull_json()
     pull["number"], pull["head"]["sha"], pull["base"]["sha"] = PR, agent.head, agent.base
     flaky.add_pull(pull, clone_url=str(agent.path))
-    payload = pr_comment("/eval chaos --trials 10")
+    command = f"/eval chaos --trials {TRIALS}"
+    payload = pr_comment(command)
     payload["issue"]["number"] = PR
-    payload["comment"]["id"] = flaky.add_comment(REPO, PR, "/eval chaos --trials 10", "Codertocat")[
-        "id"
-    ]
+    payload["comment"]["id"] = flaky.add_comment(REPO, PR, command, "Codertocat")["id"]
     store = open_store(settings)
     client = await connect(settings)
     app = create_app(
@@ -144,7 +145,7 @@ async def test_github_outage_for_a_minute(
         **result.figures(),
         detail=f"{flaky.failed} GitHub requests failed; {len(comments)} bot comment(s) at the end",
     )
-    assert len(spec.cells()) == 200
+    assert len(spec.cells()) == CASES * 2 * TRIALS
     assert flaky.failed >= 4  # the outage was felt
     assert len(comments) == 1, [c["body"][:80] for c in comments]
     result.check()

@@ -92,7 +92,7 @@ async def test_postgres_restarted_while_results_are_stored(
     assert store.dialect == "postgresql"
     assert "synchronous_commit=on" in postgres._server_options()
     client = await connect(settings)
-    thresholds = sorted(rng.sample(range(30, cells - 60), 2))
+    thresholds = sorted(rng.sample(range(cells * 3 // 20, cells * 7 // 10), 2))
     outages = [rng.uniform(2, 6), FAILOVER_S]
     stopped_at: list[int] = []
     completed = False

@@ -43,7 +43,7 @@ async def test_temporal_server_killed_and_restarted(
     settings = chaos_settings(tmp_path, server.address, github)
     spec = plan(settings, agent)
     cells = len(spec.cells())
-    restart_at = sorted(rng.sample(range(20, cells - 40), RESTARTS))
+    restart_at = sorted(rng.sample(range(cells // 10, cells * 4 // 5), RESTARTS))
     store = open_store(settings)
     worker = WorkerProcess(settings, tmp_path / "worker.log").start()
     killed_at: list[int] = []
