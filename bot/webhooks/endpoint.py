@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import asdict
 from typing import Any
 
@@ -54,7 +55,7 @@ async def _handle(
     delivery = request.headers.get("x-github-delivery", "")
     payload = _parse(body)
     if payload is None:
-        return _error(400, "the body is not a JSON object")
+        return _error(400, "the body is not a JSON object (of valid UTF-8 text)")
     if name == "ping":
         return JSONResponse({"action": "pong", "zen": payload.get("zen", "")})
     if not name or not router.knows(name):
@@ -118,10 +119,15 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
 def _parse(body: bytes) -> dict[str, Any] | None:
     try:
         payload = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):  # nested ~1,000 deep
+        if SURROGATE_ESCAPE.search(body):  # a lone one is valid JSON but not text: refuse it
+            json.dumps(payload, ensure_ascii=False).encode()
+    except (UnicodeError, json.JSONDecodeError, RecursionError):  # nested ~1,000 deep
         return None
     return payload if isinstance(payload, dict) else None
 

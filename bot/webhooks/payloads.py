@@ -46,6 +46,18 @@ def repo_name(payload: dict[str, Any]) -> str:
     return name
 
 
+LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
+
+
+def login(payload: dict[str, Any], *path: str) -> str:
+    """A GitHub login (letters, digits, hyphens; `name[bot]` for Apps), or PayloadError: it
+    becomes part of API paths (`/collaborators/<login>/permission`)."""
+    name = field(payload, *path)
+    if not isinstance(name, str) or not LOGIN.fullmatch(name):
+        raise PayloadError(f"the payload's '{'.'.join(path)}' is not a GitHub login")
+    return name
+
+
 def installation_id(payload: dict[str, Any]) -> int | None:
     installation = payload.get("installation") or {}
     value = installation.get("id") if isinstance(installation, dict) else None
@@ -58,7 +70,7 @@ def comment_origin(payload: dict[str, Any]) -> Origin:
     return Origin(
         repo=repo_name(payload),
         number=whole_number(field(payload, "issue", "number"), "issue.number"),
-        actor=str(field(payload, "comment", "user", "login")),
+        actor=login(payload, "comment", "user", "login"),
         installation_id=installation_id(payload),
         association=association if isinstance(association, str) else None,
         comment_id=whole_number(field(payload, "comment", "id"), "comment.id"),
@@ -83,7 +95,7 @@ def sender_origin(payload: dict[str, Any], number: int) -> Origin:
     return Origin(
         repo=repo_name(payload),
         number=number,
-        actor=str(field(payload, "sender", "login")),
+        actor=login(payload, "sender", "login"),
         installation_id=installation_id(payload),
     )
 

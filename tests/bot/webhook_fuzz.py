@@ -32,7 +32,7 @@ from tests.fakes.launcher import FakeLauncher
 
 PATH = "/github/webhook"
 POLITE = [  # what a handler may send GitHub for any input: reads, replies, reactions, a token
-    ("GET", re.compile(r".*")),
+    ("GET", re.compile(r".*", re.DOTALL)),
     ("POST", re.compile(r"/app/installations/\d+/access_tokens")),
     ("POST", re.compile(r"/repos/[^/]+/[^/]+/issues/\d+/comments")),
     ("POST", re.compile(r"/repos/[^/]+/[^/]+/issues/comments/\d+/reactions")),
@@ -239,7 +239,7 @@ def obj(required: list[str], **properties: Any) -> dict[str, Any]:
 
 
 STRING = {"type": "string"}
-LOGIN = obj(["login"], login=STRING, type=STRING)
+LOGIN = obj(["login"], login=STRING, type={"enum": ["User", "Organization"]})
 REPO = obj(
     ["full_name"],
     full_name={"anyOf": [{"const": "Codertocat/Hello-World"}, STRING]},
@@ -255,22 +255,12 @@ BODY = {
 BRANCH = obj(["sha", "ref", "repo"], sha=STRING, ref=STRING, repo=REPO)
 WEBHOOK_BODY = obj(
     ["action", "repository", "issue", "comment", "pull_request", "sender"],
-    action={
-        "enum": [
-            "created",
-            "edited",
-            "labeled",
-            "opened",
-            "reopened",
-            "synchronize",
-            "closed",
-            "deleted",
-            "unlabeled",
-        ]
-    },
+    action={"enum": ["created", "labeled", "opened", "reopened", "synchronize", "closed"]},
     repository=REPO,
     issue=obj(
-        ["number", "pull_request"], number={"type": "integer"}, pull_request={"type": "object"}
+        ["number", "pull_request"],
+        number={"type": "integer"},
+        pull_request={"type": "object", "minProperties": 1},
     ),
     comment=obj(
         ["id", "body", "user"],

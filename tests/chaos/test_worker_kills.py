@@ -37,7 +37,7 @@ async def test_worker_sigkilled_five_times(
     rng = random.Random(SEED)
     spec = plan(settings, agent)
     cells = len(spec.cells())
-    kill_at = sorted(rng.sample(range(10, cells - 20), KILLS))
+    kill_at = sorted(rng.sample(range(cells // 20, cells * 6 // 10), KILLS))
     store = open_store(settings)
     client = await connect(settings)
     worker = WorkerProcess(settings, tmp_path / "worker.log").start()
@@ -46,7 +46,7 @@ async def test_worker_sigkilled_five_times(
     try:
         await start_experiment(client, settings, spec, reporter=reporter(REPO, PR), max_parallel=50)
         for threshold in kill_at:
-            floor = (killed_at[-1] + 5) if killed_at else 0
+            floor = (killed_at[-1] + cells // 40) if killed_at else 0
             await wait_stored(store, spec.experiment_id, max(threshold, floor), timeout_s=180)
             await asyncio.sleep(rng.uniform(0, 0.5))  # anywhere in a stage, not at a result
             killed_at.append(sum(store.count_runs(spec.experiment_id).values()))

@@ -97,6 +97,7 @@ def test_payload_fields_of_the_wrong_type_are_400_naming_the_field(sender: Sende
         ("comment", "id"): -1,
         ("repository", "full_name"): "no-slash",
         ("comment",): "a string",
+        ("comment", "user", "login"): "Codertocat/Hello-World",
     }
     for (*parents, key), value in cases.items():
         payload = pr_comment("/eval tiny --trials 1")
@@ -107,3 +108,12 @@ def test_payload_fields_of_the_wrong_type_are_400_naming_the_field(sender: Sende
         response = sender.deliver("issue_comment", payload)
         assert response.status_code == 400, (key, response.text)
         assert ".".join([*parents, key]) in response.json()["error"], response.text
+
+
+def test_a_lone_surrogate_is_400_and_a_real_emoji_is_not(sender: Sender) -> None:
+    """`"\\ud800"` is valid JSON but no text: echoing it back crashed the response (a 500)."""
+    lone = json.dumps(pr_comment("/eval tiny")).replace('"created"', '"\\ud800"').encode()
+    assert sender.deliver("issue_comment", lone).status_code == 400
+    pair = json.dumps(pr_comment("/eval tiny")).replace('"created"', '"\\ud83d\\ude00"').encode()
+    answer = sender.deliver("issue_comment", pair)
+    assert answer.status_code == 200 and "\U0001f600" in answer.json()["detail"], answer.text
