@@ -13,7 +13,8 @@ also replaces the "reliability" section of benchmarks/RESULTS.md (results_file.w
 `--trials N` runs the fault experiments with N trials (20·N cells) instead of 10: a reduced
 configuration, said so in the section. Usage:
 
-    .venv/bin/python benchmarks/reliability.py [--write] [--trials N] [--log FILE (summarize only)]
+    .venv/bin/python benchmarks/reliability.py [--write] [--trials N] [--keep-log FILE]
+    .venv/bin/python benchmarks/reliability.py --log FILE --pytest-output FILE.pytest.txt [--write]
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ import datetime
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
-import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +54,49 @@ NOTE = (
 )
 
 
-def run_tests(log: Path, trials: int) -> tuple[int, float]:
+def run_tests(log: Path, trials: int) -> str:
+    """Run the battery; returns pytest's output (also shown as it comes)."""
     env = {**os.environ, "EVALBOT_RELIABILITY_LOG": str(log), "EVALBOT_CHAOS_TRIALS": str(trials)}
-    started = time.perf_counter()
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *TESTS]
-    done = subprocess.run(command, cwd=ROOT, env=env, check=False)
-    return done.returncode, time.perf_counter() - started
+    lines = []
+    with subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            sys.stdout.write(line)
+            lines.append(line)
+    return "".join(lines)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What pytest's output says: its summary line and the tests it names as failed."""
+
+    known: bool
+    failed: list[str]
+    seconds: float | None
+
+    @classmethod
+    def of(cls, output: str | None) -> Verdict:
+        if output is None:
+            return cls(False, [], None)
+        summary = re.findall(
+            r"^=*\s*(.*\b(?:passed|failed|error)\b.* in ([\d.]+)s.*)$", output, re.M
+        )
+        failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", output, re.M)
+        if not summary:
+            return cls(False, failed, None)
+        line, seconds = summary[-1]
+        broken = failed or re.search(r"\d+ (?:failed|errors?)\b", line)
+        return cls(True, failed or ([line] if broken else []), float(seconds))
+
+    def text(self) -> str:
+        if not self.known:
+            return "pytest's outcome not known (no summary line): SEE FAILURES"
+        if not self.failed:
+            return "all tests passed"
+        return f"{len(self.failed)} test(s) FAILED: " + ", ".join(f"`{f}`" for f in self.failed)
 
 
 def read(log: Path) -> list[dict[str, Any]]:
@@ -152,13 +191,16 @@ def summary(records: list[dict[str, Any]]) -> str:
     )
 
 
-def section(records: list[dict[str, Any]], status: int, seconds: float | None, trials: int) -> str:
+def section(
+    records: list[dict[str, Any]], verdict: Verdict, trials: int, *, from_log: bool = False
+) -> str:
     faults = [r for r in records if r["kind"] == "fault"]
     hostile = [r for r in records if r["kind"] == "hostile"]
     mutations = [r for r in records if r["kind"] == "mutation"]
     machine = f"{platform.machine()}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.1f}"
-    took = f" in {seconds / 60:.1f} min" if seconds is not None else ""
-    verdict = "all tests passed" if status == 0 else f"pytest exit status {status}: SEE FAILURES"
+    took = f" in {verdict.seconds / 60:.1f} min" if verdict.seconds is not None else ""
+    if from_log:
+        machine += " when summarized from the run's log and pytest output (`--log`)"
     cells = 10 * 2 * trials
     reduced = (
         f" **Reduced configuration**: `--trials {trials}`, so each fault experiment has {cells} "
@@ -184,7 +226,7 @@ def section(records: list[dict[str, Any]], status: int, seconds: float | None, t
             "cell. What is left on the host (processes, mounts, cgroups, sandboxes, uid claims, "
             "blob staging) is snapshotted before the test's own clean-up." + reduced,
             "",
-            f"Run {datetime.date.today().isoformat()} on {machine}{took}: {verdict}.",
+            f"Run {datetime.date.today().isoformat()} on {machine}{took}: {verdict.text()}.",
             "",
             NOTE,
             "",
@@ -239,23 +281,28 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     parser.add_argument("--trials", type=int, default=FULL_TRIALS, help="trials per fault test")
     parser.add_argument("--log", type=Path, help="summarize this log instead of running tests")
-    parser.add_argument("--keep-log", type=Path, help="also copy the run's log here")
+    parser.add_argument("--pytest-output", type=Path, help="with --log: that run's pytest output")
+    parser.add_argument("--keep-log", type=Path, help="keep the run's log here (and its pytest "
+                        "output beside it, .pytest.txt)")  # fmt: skip
     options = parser.parse_args()
     if options.log:
-        status, seconds, records = 0, None, read(options.log)
+        output = options.pytest_output.read_text() if options.pytest_output else None
+        records = read(options.log)
     else:
         with tempfile.TemporaryDirectory(prefix="evalbot-reliability-") as folder:
             log = Path(folder) / "reliability.jsonl"
-            status, seconds = run_tests(log, options.trials)
+            output = run_tests(log, options.trials)
             records = read(log)
-            if options.keep_log and log.is_file():
-                options.keep_log.write_text(log.read_text())
-    text = section(records, status, seconds, options.trials)
+            if options.keep_log:
+                options.keep_log.write_text(log.read_text() if log.is_file() else "")
+                options.keep_log.with_suffix(".pytest.txt").write_text(output)
+    verdict = Verdict.of(output)
+    text = section(records, verdict, options.trials, from_log=options.log is not None)
     print(text)
     if options.write:
         write(text)
         print(f"(written to {RESULTS.relative_to(ROOT)})")
-    return 0 if status == 0 and healthy(records) else 1
+    return 0 if verdict.known and not verdict.failed and healthy(records) else 1
 
 
 if __name__ == "__main__":
