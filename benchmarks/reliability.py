@@ -46,11 +46,16 @@ TESTS = [
 NOTE = (
     "What the battery found and was fixed: activities without heartbeats stalled a cell for up to "
     "30 min after a worker crash; a 25 s database outage turned 50 scored cells into sandbox "
-    "errors; "
-    "`/eval bar --trials ²` and 5,000-digit trials were 503s; a body nested 1,000 deep reset the "
-    "connection; shlex made a 5 MiB `/eval` line cost minutes. A worker killed mid-provision can "
-    "still leave a sandbox no teardown names (the retried provision makes a new one); the tests "
-    "tear those down and count them."
+    "errors; `/eval bar --trials ²` and 5,000-digit trials were 503s; a body nested 1,000 deep "
+    "reset the connection; shlex made a 5 MiB `/eval` line cost minutes. Once the fuzz was signed "
+    "and reached the handlers (2026-12-01): a `comment` or `pull_request` of the wrong type, a "
+    "non-numeric or negative id, a repository name that is not owner/name and a login that is "
+    "not a GitHub login were 503s, replies to `/repos/[]/…` or API paths built from garbage; a "
+    "lone surrogate escape (valid JSON, not text) crashed the response. They are 400s naming the "
+    "field, and a GitHub 404 for the installation is a 422, not a 503 asking for a redelivery. A "
+    "worker killed mid-provision can still leave a sandbox no teardown names (the retried "
+    "provision makes a new one): the snapshot before the test's clean-up counts those, and only "
+    "the worker-kill test tolerates them (bounded by kills × run slots)."
 )
 
 
@@ -213,18 +218,19 @@ def section(
         [
             "## Reliability",
             "",
-            "`make chaos` (= `.venv/bin/python benchmarks/reliability.py --write`) runs the fault "
-            "tests (tests/chaos), their mutation checks (tests/chaos/test_mutations.py), the "
-            "hostile agents (tests/workflows/engine/test_hostile_more.py) and the hostile requests "
-            "(tests/bot/test_fuzz_*.py); every test records its figures before asserting. Each "
-            f"fault test runs a {cells}-cell experiment (10 cases × 2 arms × {trials} trials, a "
-            "trivial shell agent on the local provider, two cases failing on purpose) and checks "
-            "every stored result against the status and score the agent earned. Duplicates are "
-            "counted in Temporal history (result-producing activity completions per cell, and run "
-            "workflows started twice) and in the fake GitHub's request log (sticky comments and "
-            "check runs created more than once), not in the store, whose key keeps one row per "
-            "cell. What is left on the host (processes, mounts, cgroups, sandboxes, uid claims, "
-            "blob staging) is snapshotted before the test's own clean-up." + reduced,
+            "`make chaos` (= `.venv/bin/python benchmarks/reliability.py --write`) runs the fault"
+            " tests (tests/chaos), their mutation checks (tests/chaos/test_mutations.py), the "
+            "hostile agents (tests/workflows/engine/test_hostile_more.py) and the hostile "
+            "requests (tests/bot/test_fuzz_*.py); every test records its figures before "
+            f"asserting. Each fault test runs an experiment of {cells} cells (10 cases × 2 arms × "
+            f"{trials} trials, a trivial shell agent on the local provider, two cases failing on "
+            "purpose) and checks every stored result against the status and score the agent "
+            "earned. Duplicates are counted in Temporal history (result-producing activity "
+            "completions per cell, and run workflows started twice) and in the fake GitHub's "
+            "request log (sticky comments and check runs created more than once), not in the "
+            "store, whose key keeps one row per cell. What is left on the host (processes, "
+            "mounts, cgroups, sandboxes, uid claims, blob staging) is snapshotted before the "
+            "test's own clean-up." + reduced,
             "",
             f"Run {datetime.date.today().isoformat()} on {machine}{took}: {verdict.text()}.",
             "",
