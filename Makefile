@@ -6,7 +6,7 @@ PYTHON ?= python3
 APT_PACKAGES := bubblewrap postgresql git util-linux chromium
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bootstrap system-packages lint typecheck actionlint unit clean chaos test-modal test-modal-live
+.PHONY: demo test bootstrap system-packages lint typecheck actionlint unit clean chaos results-check test-modal test-modal-live
 
 # `evalbot doctor` first: one line per check with its fix; it stops the demo only when something
 # the sandboxes need is missing (docs/cli.md).
@@ -14,7 +14,7 @@ demo: bootstrap
 	$(VENV)/bin/evalbot doctor
 	$(VENV)/bin/evalbot demo
 
-test: bootstrap lint typecheck actionlint unit
+test: bootstrap lint typecheck actionlint results-check unit
 
 bootstrap: system-packages $(STAMP)
 
@@ -51,6 +51,11 @@ typecheck:
 
 actionlint:
 	$(VENV)/bin/actionlint .github/workflows/*.yml
+
+# benchmarks/RESULTS.md: digests of the generated sections, summaries re-derived from their rows
+# (no benchmark is re-run; benchmarks/results_check.py).
+results-check:
+	$(PY) benchmarks/results_check.py
 
 unit:
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider

@@ -40,12 +40,13 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+from results_file import write_section  # noqa: E402  (benchmarks/, the script's folder)
+
 from bot.webhooks.signature import sign  # noqa: E402
 from tests.bot.payloads import SECRET, pr_comment, pull_event, pull_json  # noqa: E402
 
 REPO = "Codertocat/Hello-World"
-RESULTS = REPO_ROOT / "benchmarks" / "RESULTS.md"
-START, END = "<!-- webhook:start -->", "<!-- webhook:end -->"
+SECTION = "webhook"  # its markers in RESULTS.md (results_file.py)
 
 
 # -- the fake GitHub and the bot, each in its own process ------------------------------------------
@@ -398,20 +399,14 @@ def accounting(load: Load, plan: list[Delivery], server: dict[str, int]) -> list
 
 def record(runs: list[list[str]]) -> None:
     block = "\n".join(
-        [START, "## Webhook acknowledgement (benchmarks/webhook.py)", "",
+        ["## Webhook acknowledgement (benchmarks/webhook.py)", "",
          f"`benchmarks/webhook.py {' '.join(sys.argv[1:])}` on {platform.node()}, "
          f"{os.cpu_count()} cores shared with whatever else runs there (the load averages are in "
          "each run); each run is a fresh fake GitHub, database and bot:", "",
          *(line for index, lines in enumerate(runs, 1)
-           for line in [f"Run {index}:", "", "```", *lines, "```", ""]),
-         END]
+           for line in [f"Run {index}:", "", "```", *lines, "```", ""])]
     )  # fmt: skip
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    if START in text and END in text:
-        text = text.split(START)[0] + block + text.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    RESULTS.write_text(text)
+    write_section(SECTION, block)
 
 
 def run_once(args: argparse.Namespace) -> list[str]:

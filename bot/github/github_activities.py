@@ -26,6 +26,7 @@ from bot.github.github_client import GitHubClients
 from bot.github.github_types import ReporterRef
 from bot.identity import HEAD_ARM, HEAD_SHA_LABEL
 from bot.render import render_markdown
+from workflows import faults
 from workflows.catalog.models import ExperimentSpec
 from workflows.engine.activities import ReportActivities
 from workflows.engine.types import PublishReportInput
@@ -128,13 +129,14 @@ class GitHubReporter(ReportActivities):
         marker, author = rc.marker(spec.dataset), self._github().bot_login()
         with self._lock_for(where.repo, where.number, spec.dataset):
             found = gw.find_comments(where.number, marker, author)
-            if not found:
+            if not found or faults.active("comment-twice"):  # a broken build (workflows/faults.py)
                 gw.comment(where.number, body)
                 found = gw.find_comments(where.number, marker, author)
             for duplicate, _ in found[1:]:
                 gw.delete_comment(duplicate)
             comment_id, current = found[0]
-            if current != body and self._may_replace(current, spec):
+            stale = faults.active("stale-comment")  # a broken build (workflows/faults.py)
+            if current != body and self._may_replace(current, spec) and not stale:
                 gw.edit_comment(comment_id, body)
 
     def _may_replace(self, current: str, spec: ExperimentSpec) -> bool:

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from bot.grammar import eval_line
 from bot.service import EvalService, Outcome
-from bot.webhooks.payloads import comment_origin, field, is_bot
+from bot.webhooks.payloads import comment_origin, is_bot, mapping
 from bot.webhooks.routing import Event, Router
 
 router = Router()
 
 
 def _body(event: Event) -> str:
-    return str(field(event.payload, "comment").get("body") or "")
+    return str(mapping(event.payload, "comment").get("body") or "")
 
 
 def not_a_command(event: Event) -> str | None:
-    if not field(event.payload, "issue").get("pull_request"):
+    if not mapping(event.payload, "issue").get("pull_request"):
         return "comment on an issue, not a pull request"
     if is_bot(event.payload):
         return "comment by a bot"

@@ -1,17 +1,21 @@
 """`POST /github/webhook`: size limit (413), signature (401), JSON (400), `ping`, unknown events
-(204), routing, de-duplication of the deliveries a handler acts on, then the handlers. It answers
-as soon as the work is handed off."""
+(204), routing, de-duplication of the deliveries a handler acts on, then the handlers: a malformed
+payload is a 400, a GitHub refusal that will not change (a 404 for the installation) a 422, any
+other failure a 503 to redeliver. It answers as soon as the work is handed off."""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
+from github import GithubException
 
+from bot.github.gateway import is_retryable
 from bot.github.github_types import PayloadError
 from bot.service import EvalService, Outcome
 from bot.webhooks import signature
@@ -51,7 +55,7 @@ async def _handle(
     delivery = request.headers.get("x-github-delivery", "")
     payload = _parse(body)
     if payload is None:
-        return _error(400, "the body is not a JSON object")
+        return _error(400, "the body is not a JSON object (of valid UTF-8 text)")
     if name == "ping":
         return JSONResponse({"action": "pong", "zen": payload.get("zen", "")})
     if not name or not router.knows(name):
@@ -77,11 +81,23 @@ async def _dispatch(
         outcomes = await Router.run(handlers, event, service)
     except PayloadError as error:
         return _error(400, str(error))
+    except GithubException as error:
+        if is_retryable(error):
+            return _failed(event, gate, error)
+        log.warning("delivery %s (%s): GitHub answered %s", event.delivery_id, event.name,
+                    error.status)  # fmt: skip
+        return _error(422, f"GitHub answered {error.status} for this delivery's repository or "
+                      "installation; redelivering will not help")  # fmt: skip
     except Exception as error:
-        gate.release(event.delivery_id)
-        log.exception("delivery %s (%s) failed", event.delivery_id, event.name)
-        return _error(503, f"handling failed ({type(error).__name__}); redeliver to retry")
+        return _failed(event, gate, error)
     return JSONResponse(_summary(event, outcomes))
+
+
+def _failed(event: Event, gate: DeliveryGate, error: Exception) -> Response:
+    """A failure worth redelivering: the delivery id is released so a redelivery is handled."""
+    gate.release(event.delivery_id)
+    log.error("delivery %s (%s) failed", event.delivery_id, event.name, exc_info=error)
+    return _error(503, f"handling failed ({type(error).__name__}); redeliver to retry")
 
 
 def _summary(event: Event, outcomes: list[Outcome]) -> dict[str, Any]:
@@ -103,10 +119,15 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
 def _parse(body: bytes) -> dict[str, Any] | None:
     try:
         payload = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):  # nested ~1,000 deep
+        if SURROGATE_ESCAPE.search(body):  # a lone one is valid JSON but not text: refuse it
+            json.dumps(payload, ensure_ascii=False).encode()
+    except (UnicodeError, json.JSONDecodeError, RecursionError):  # nested ~1,000 deep
         return None
     return payload if isinstance(payload, dict) else None
 

@@ -1,11 +1,13 @@
 """The webhook endpoint under hostile requests, over real HTTP (uvicorn on loopback): schemathesis
-against the app's OpenAPI, forged signatures, replayed deliveries, oversized and deeply nested
-bodies, and hypothesis-mutated GitHub payloads that are correctly signed. Nothing answers 5xx,
-and nothing that should not start an experiment starts one."""
+against the app's OpenAPI with the webhook's body described and every body signed, mutated real
+GitHub payloads of every handled event (signed, so they reach the handlers), a smaller unsigned
+set that must stop at the door, forged signatures, replayed deliveries, oversized and deeply
+nested bodies. Each fuzz test counts the cases that reached a handler (a spy on `Router.run`) and
+those rejected at the door. Nothing answers 5xx, GitHub only gets reads and polite replies, and
+nothing starts that the unmutated payloads would not start (tests/bot/webhook_fuzz.py)."""
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import hmac
 import json
@@ -19,25 +21,33 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot.webhooks import payloads
+from bot.webhooks import signature as signature_module
 from bot.webhooks.signature import sign, verify
 from tests.bot.conftest import AppServer, Sender
-from tests.bot.payloads import SECRET, load, pr_comment
+from tests.bot.payloads import SECRET, pr_comment
+from tests.bot.webhook_fuzz import (
+    DELETE,
+    HOSTILE_VALUES,
+    PATH,
+    Door,
+    Probe,
+    Tally,
+    encode,
+    mutate,
+    paths,
+    seeds,
+    targets,
+    webhook_operation_schema,
+)
 from tests.chaos.record import record
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.launcher import FakeLauncher
 
+MUTATED_EXAMPLES, SCHEMA_EXAMPLES, UNSIGNED_EXAMPLES = 150, 60, 30
+HANDLED = [name for name in seeds() if name not in ("ping", "issue_comment.edited")]
 FAST = settings(
     max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck)
-)
-EVENTS = ["issue_comment", "pull_request", "ping", "installation", "push", "", "x" * 300]
-FIXTURES = [
-    "issue_comment.created", "issue_comment.edited", "pull_request.opened",
-    "pull_request.labeled", "pull_request.synchronize", "pull_request.closed", "ping",
-]  # fmt: skip
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
-    max_leaves=12,
 )
 
 
@@ -59,27 +69,115 @@ def test_github_test_vector_verifies() -> None:
     assert sign(b"It's a Secret to Everybody", b"Hello, World!") == expected
 
 
-def test_schemathesis_finds_no_server_error(app: AppServer, launcher: FakeLauncher) -> None:
-    api = app.server.config.app
-    schema = schemathesis.openapi.from_dict(api.openapi())
-    tried, errors = 0, []
-    for result in schema.get_all_operations():
+@pytest.fixture
+def probe(
+    app: AppServer, github: FakeGitHub, launcher: FakeLauncher, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Probe]:
+    """A prober whose allowed starts are those of the unmutated payloads (sent first, as a
+    positive control: each reaches its handler, and the `/eval` comment starts an experiment)."""
+    with Door().installed(monkeypatch) as door, httpx.Client(base_url=app.url, timeout=30) as http:
+        probe = Probe(http, door, github, launcher)
+        for name, (event, payload) in probe.cases.items():
+            if event == "issue_comment":
+                payload["comment"]["id"] = github.add_comment(
+                    "Codertocat/Hello-World", 2, payload["comment"]["body"], "Codertocat"
+                )["id"]
+            probe.send(event, encode(payload), label=name)
+        assert probe.tally.problems == [] and probe.tally.reached == len(HANDLED)
+        probe.allowed_starts = set(launcher.start_calls)
+        assert probe.allowed_starts, "the unmutated /eval comment started nothing"
+        probe.tally = Tally()
+        yield probe
+
+
+def fuzz_mutated(probe: Probe, examples: int, *, derandomize: bool = False) -> Tally:
+    """Real payloads of every handled event, one field deleted or swapped for a hostile value,
+    signed: the handlers, the `/eval` parser and the planner see them."""
+    cases = probe.cases
+
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=derandomize,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(data=st.data())
+    def one(data: st.DataObject) -> None:
+        name = data.draw(st.sampled_from(sorted(cases)))
+        event, payload = cases[name]
+        read, every = targets(payload), paths(payload)
+        path = data.draw(
+            st.sampled_from(read) if data.draw(st.integers(0, 4)) else st.sampled_from(every)
+        )
+        value = data.draw(HOSTILE_VALUES)
+        probe.send(event, encode(mutate(payload, path, value)), label=f"{name} {path}")
+
+    one()
+    return probe.tally
+
+
+def fuzz_schema(probe: Probe, app: AppServer, examples: int) -> tuple[Tally, list[str]]:
+    """schemathesis against the app's OpenAPI, with the webhook's body and event header described
+    (the app does not publish them); every webhook case is signed. Other operations (the
+    dashboard, /metrics) are called as generated and must not answer 5xx."""
+    spec = app.server.config.app.openapi()
+    spec["paths"][PATH]["post"].update(webhook_operation_schema())
+    others: list[str] = []
+    for result in schemathesis.openapi.from_dict(spec).get_all_operations():
         operation = result.ok()
 
-        @FAST
+        @settings(max_examples=examples, deadline=None, database=None,
+                  suppress_health_check=list(HealthCheck))  # fmt: skip
         @given(case=operation.as_strategy())
         def call(case: Any) -> None:
-            nonlocal tried
-            tried += 1
+            if case.path == PATH:
+                event = case.headers.get("X-GitHub-Event", "")
+                probe.send(event, encode(case.body), label="schemathesis")
+                return
             response = case.call(base_url=app.url, timeout=30)
-            if response.status_code >= 500:
-                errors.append(f"{case.method} {case.formatted_path}: {response.status_code}")
+            others.append(f"{case.method} {case.formatted_path}: {response.status_code}")
 
         call()
-    record("hostile", "webhook app: schemathesis (all operations)", tried=tried,
-           contained=tried - len(errors), detail=errors[:5])  # fmt: skip
-    assert tried > 0 and errors == []
-    assert launcher.start_calls == []
+    return probe.tally, others
+
+
+def fuzz_unsigned(probe: Probe, examples: int) -> Tally:
+    """Unsigned and wrongly signed deliveries of the same payloads: all stop at the door."""
+    cases = probe.cases
+
+    @settings(max_examples=examples, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(name=st.sampled_from(sorted(cases)), value=HOSTILE_VALUES)
+    def one(name: str, value: Any) -> None:
+        event, payload = cases[name]
+        body = encode(mutate(payload, ("action",), value) if value is not DELETE else payload)
+        response = probe.send(event, body, signed=False, label=f"unsigned {name}")
+        if response.status_code != 401:
+            probe.tally.problems.append(f"unsigned {name}: {response.status_code}, not 401")
+
+    one()
+    if probe.tally.reached:
+        probe.tally.problems.append(f"{probe.tally.reached} unsigned deliveries reached a handler")
+    return probe.tally
+
+
+def test_mutated_real_payloads_reach_the_handlers_and_are_contained(probe: Probe) -> None:
+    tally = fuzz_mutated(probe, MUTATED_EXAMPLES)
+    record("hostile", "webhook: mutated real payloads, signed", **tally.figures())
+    assert tally.problems == [], tally.problems[:5]
+    assert tally.reached >= tally.tried // 3, tally  # most mutations still reach a handler
+
+
+def test_schemathesis_signed_reaches_the_handlers(probe: Probe, app: AppServer) -> None:
+    tally, others = fuzz_schema(probe, app, SCHEMA_EXAMPLES)
+    errors = [line for line in others if line.endswith(tuple(f": 5{d}" for d in "0123456789"))]
+    record("hostile", "webhook app: schemathesis, webhook cases signed", **tally.figures())
+    record("hostile", "web app: schemathesis, the other operations (dashboard, /metrics)",
+           tried=len(others), contained=len(others) - len(errors), detail=errors[:3])  # fmt: skip
+    assert tally.problems == [] and errors == [], (tally.problems[:5], errors[:5])
+    assert tally.reached > 0, tally
+
+
+def test_unsigned_deliveries_stop_at_the_door(probe: Probe) -> None:
+    tally = fuzz_unsigned(probe, UNSIGNED_EXAMPLES)
+    record("hostile", "webhook: unsigned deliveries", **tally.figures())
+    assert tally.problems == [] and tally.rejected == tally.tried > 0, tally
 
 
 @FAST
@@ -179,39 +277,6 @@ def test_deeply_nested_json_is_a_client_error(
     assert launcher.start_calls == [] or depth <= 1_000
 
 
-def mutate(payload: Any, path: list[str | int], value: Any) -> Any:
-    """`payload` with the value at `path` (as far as it exists) replaced by `value`."""
-    target = copy.deepcopy(payload)
-    node = target
-    for key in path[:-1]:
-        if not (isinstance(node, dict) and key in node):
-            return target
-        node = node[key]
-    if isinstance(node, dict) and path:
-        node[path[-1]] = value
-    return target
-
-
-KEYS = ["action", "comment", "body", "issue", "number", "pull_request", "user", "login",
-        "author_association", "repository", "full_name", "head", "base", "sha", "labels",
-        "installation", "id", "sender", "clone_url", "ref", "state"]  # fmt: skip
-
-
-@FAST
-@given(
-    fixture=st.sampled_from(FIXTURES),
-    event=st.sampled_from(EVENTS),
-    path=st.lists(st.sampled_from(KEYS), min_size=1, max_size=3),
-    value=json_values,
-)
-def test_signed_mutated_payloads_never_answer_5xx(
-    sender: Sender, fixture: str, event: str, path: list[str], value: Any
-) -> None:
-    payload = mutate(load(fixture), list(path), value)
-    response = sender.deliver(event or fixture.split(".")[0], payload)
-    assert response.status_code < 500, (fixture, path, value, response.text)
-
-
 def test_signature_of_the_raw_bytes_not_the_json(http: httpx.Client) -> None:
     """Same JSON, different bytes (whitespace): the signature must be over the bytes received."""
     body = json.dumps(eval_comment()).encode()
@@ -249,3 +314,49 @@ def test_hostile_eval_comments_get_an_answer_not_an_error(
     response = sender.deliver("issue_comment", payload)
     assert response.status_code == 200, response.text
     assert launcher.start_calls == []
+
+
+# -- mutation checks: each fuzz check fails against a deliberately broken build ---------------
+
+
+def test_mutation_a_payload_reader_that_crashes_is_caught(
+    probe: Probe, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Broken build: `payloads.whole_number` is plain `int()` (as before the fuzz reached the
+    handlers), so a mutated id or number crashes a handler: the fuzz reports a 5xx."""
+    monkeypatch.setattr(payloads, "whole_number", lambda value, name: int(value))
+    tally = fuzz_mutated(probe, 60, derandomize=True)
+    caught = any(": 50" in problem for problem in tally.problems)
+    record("mutation", "webhook fuzz: no 5xx", caught=caught, detail=tally.problems[:1],
+           fault="monkeypatch: payloads.whole_number is plain int()")  # fmt: skip
+    assert caught, tally
+
+
+def test_mutation_requests_github_should_not_get_are_caught(
+    probe: Probe, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Broken build: `payloads.whole_number` takes any integer, so a negative issue number or
+    comment id reaches GitHub (`POST …/issues/-1/comments`, `…/comments/-1/reactions`): the
+    GitHub check reports requests beyond a polite reply (and no 5xx hides it)."""
+    monkeypatch.setattr(payloads, "whole_number", lambda value, name: value)
+    event, payload = probe.cases["issue_comment.created"]
+    for path in (("issue", "number"), ("comment", "id")):
+        probe.send(event, encode(mutate(payload, path, -1)), label=str(path))
+    rude = [p for p in probe.tally.problems if "GitHub requests beyond a reply" in p]
+    record("mutation", "webhook fuzz: GitHub gets only reads and polite replies",
+           caught=bool(rude), detail=rude[:1],
+           fault="monkeypatch: payloads.whole_number takes any integer")  # fmt: skip
+    assert rude, probe.tally
+
+
+def test_mutation_a_door_without_a_lock_is_caught(
+    probe: Probe, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Broken build: the signature check passes everything; the unsigned set reaches handlers."""
+    monkeypatch.setattr(signature_module, "verify", lambda *args: True)
+    tally = fuzz_unsigned(probe, 10)
+    caught = tally.reached > 0 and bool(tally.problems)
+    fault = "monkeypatch: signature.verify passes everything"
+    record("mutation", "webhook door: unsigned deliveries stop at 401", caught=caught,
+           detail=tally.problems[:1], fault=fault)  # fmt: skip
+    assert caught, tally

@@ -1,10 +1,11 @@
 """The experiment the fault tests run: a generated catalog, a trivial shell agent, a worker in a
 subprocess, and the checks every fault test ends with.
 
-Cells: CASES cases x 2 arms (`base`, `head`) x TRIALS trials = 200 by default. The agent sleeps a
-little (so faults land mid-run), writes a transcript, an answer (`41` on base, `42` on head, so the
-report has a real difference; each answer names its run, so no judge cache answers for it) and its
-usage. Two cases fail on purpose, the same way every
+Cells: CASES cases x 2 arms (`base`, `head`) x TRIALS trials = 200 by default
+(`EVALBOT_CHAOS_TRIALS` sets TRIALS: benchmarks/reliability.py `--trials` for a reduced run).
+The agent sleeps a little (so faults land mid-run), writes a transcript, an answer (`41` on base,
+`42` on head, so the report has a real difference; each answer names its run, so no judge cache
+answers for it) and its usage. Two cases fail on purpose, the same way every
 time, so "no cell marked failed that did not fail" is checked both ways:
 
 - `case-03` exits 3 without an answer      -> agent_error
@@ -31,6 +32,12 @@ from temporalio.client import Client
 from bot.github import report_comment as rc
 from bot.identity import BASE_ARM, HEAD_ARM
 from bot.render import render_markdown
+from tests.chaos.evidence import (
+    HostSnapshot,
+    completions_per_cell,
+    github_creations,
+    snapshot_host,
+)
 from tests.fakes.github_server import FakeGitHub
 from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine.engine_client import run_executions
@@ -38,15 +45,13 @@ from workflows.engine.planning import plan_experiment
 from workflows.engine.repos import commit_all, init_repo
 from workflows.providers import create_provider
 from workflows.providers.base import SandboxError
-from workflows.providers.common.sandbox_layout import sandbox_slug
-from workflows.providers.local.cgroups import CGROUP_ROOT
 from workflows.records import RunResult, RunStatus
 from workflows.report import build_report
 from workflows.settings import Settings, setting_fields
 from workflows.store import Store
 
 CASES = 10
-TRIALS = 10
+TRIALS = int(os.environ.get("EVALBOT_CHAOS_TRIALS", "10"))
 FAILING = {"case-03": RunStatus.AGENT_ERROR, "case-07": RunStatus.OUTPUT_ERROR}
 
 AGENT = r"""#!/bin/sh
@@ -159,16 +164,18 @@ def settings_env(settings: Settings) -> dict[str, str]:
 class WorkerProcess:
     """`python -m bot worker` (all roles) in its own session, killed with SIGKILL on demand."""
 
-    def __init__(self, settings: Settings, log: Path) -> None:
+    def __init__(
+        self, settings: Settings, log: Path, extra_env: dict[str, str] | None = None
+    ) -> None:
         self.settings = settings
         self.log = log
+        self.extra_env = extra_env or {}  # e.g. EVALBOT_FAULT for a mutation check
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
     def start(self) -> WorkerProcess:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("EVALBOT_")} | settings_env(
-            self.settings
-        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith("EVALBOT_")}
+        env |= settings_env(self.settings) | self.extra_env
         self.process = subprocess.Popen(
             [sys.executable, "-m", "bot", "worker"],
             env=env,
@@ -208,13 +215,20 @@ class Outcome:
     cells: int
     stored: int
     lost: int
-    duplicated: int
+    duplicated: int  # from Temporal history and GitHub's request log (tests/chaos/evidence.py)
     misclassified: list[str]
     completed: bool
     comment_ok: bool
     check_run_ok: bool
-    orphaned: list[str] = field(default_factory=list)  # sandboxes the test had to tear down
-    residue: list[str] = field(default_factory=list)  # what was still on the host after that
+    snapshot: HostSnapshot = field(default_factory=HostSnapshot)  # before the test's clean-up
+    tolerated: tuple[str, ...] = ()  # kinds of snapshot item the fault may leave (worker kills)
+    orphaned: list[str] = field(default_factory=list)  # what the test's clean-up then removed
+    duplicate_detail: str = ""
+
+    @property
+    def residue(self) -> list[str]:
+        """What the engine left on the host, as the snapshot saw it before any clean-up."""
+        return [item for item in self.snapshot.items() if not item.startswith(self.tolerated)]
 
     def figures(self) -> dict[str, Any]:
         return {
@@ -227,16 +241,26 @@ class Outcome:
             "comment_ok": self.comment_ok and self.check_run_ok,
             "orphaned_sandboxes": len(self.orphaned),
             "host_residue": len(self.residue),
+            "left_before_cleanup": len(self.snapshot.items()),
+            "passed": not self.failures(),
         }
 
+    def failures(self) -> list[str]:
+        """Every check this outcome fails, in words (empty: it passes)."""
+        checks = [
+            (self.completed, "the experiment did not complete"),
+            (self.lost == 0, f"{self.lost} results lost"),
+            (self.duplicated == 0, f"{self.duplicated} duplicated ({self.duplicate_detail})"),
+            (self.misclassified == [], f"misclassified: {self.misclassified[:5]}"),
+            (self.stored == self.cells, f"{self.stored} stored of {self.cells}"),
+            (self.comment_ok, "the PR comment does not show the stored results"),
+            (self.check_run_ok, "the check run is not completed"),
+            (self.residue == [], f"left on the host before clean-up: {self.residue[:5]}"),
+        ]
+        return [message for ok, message in checks if not ok]
+
     def check(self) -> None:
-        assert self.completed, "the experiment did not complete"
-        assert (self.lost, self.duplicated) == (0, 0), self
-        assert self.misclassified == [], f"misclassified: {self.misclassified[:5]}"
-        assert self.stored == self.cells
-        assert self.comment_ok, "the PR comment does not show the stored results"
-        assert self.check_run_ok, "the check run is not completed"
-        assert self.residue == [], f"left on the host: {self.residue}"
+        assert self.failures() == [], self.failures()
 
 
 async def executions_per_cell(
@@ -295,23 +319,35 @@ async def outcome(
     where: tuple[str, int],
     *,
     completed: bool,
+    snapshot: HostSnapshot,
 ) -> Outcome:
+    """The checks every fault test ends with. Duplicates are counted where they happen, not in
+    the store (whose key keeps one row per cell whatever happened): cells whose run workflow was
+    started twice, result-producing activity completions per cell in Temporal history, and
+    sticky comments or check runs created more than once in GitHub's request log."""
     runs = await asyncio.to_thread(store.list_runs, spec.experiment_id)
     executions = await executions_per_cell(client, spec)
+    completions = await completions_per_cell(client, spec.experiment_id)
+    created = github_creations(github, *where, spec.experiment_id)
     cells = {c.run_id for c in spec.cells()}
     stored = Counter(r.run_id for r in runs)
-    duplicated = sum(n - 1 for n in stored.values()) + sum(n - 1 for n in executions.values())
+    twice_started = sum(n - 1 for n in executions.values())
+    twice_completed = sum(n - 1 for n in completions.values())
     comments = bot_comments(github, *where)
     checks = [c for c in github.check_runs_for(where[0]) if c["external_id"] == spec.experiment_id]
     return Outcome(
         cells=len(cells),
         stored=len(runs),
         lost=len(cells - set(stored)),
-        duplicated=duplicated,
+        duplicated=twice_started + twice_completed + created.duplicates(),
+        duplicate_detail=f"{twice_started} workflows started twice, {twice_completed} results "
+        f"produced twice in Temporal history, {created.comments} comments and "
+        f"{created.check_runs} check runs created on GitHub",
         misclassified=misclassified(runs),
         completed=completed,
         comment_ok=[c["body"] for c in comments] == [expected_comment(spec, runs)],
         check_run_ok=[c["status"] for c in checks] == ["completed"],
+        snapshot=snapshot,
     )
 
 
@@ -337,21 +373,11 @@ async def clean_up_sandboxes(settings: Settings) -> list[str]:
     return left + [f"uid claim {uid}" for uid in freed]
 
 
-def uid_claims(settings: Settings, prefix: str) -> list[Path]:
-    """The sandbox uid slots claimed by sandboxes whose id starts with `prefix`."""
-    folder = settings.sandbox_dir / ".uids"
-    found = folder.iterdir() if folder.is_dir() else []
-    return [path for path in found if path.read_text().startswith(prefix)]
-
-
-def host_residue(settings: Settings, spec: ExperimentSpec) -> list[str]:
-    """Cgroups, mounts and sandbox folders of this experiment still on the host (after clean-up
-    there should be none)."""
-    slug = sandbox_slug(spec.experiment_id)
-    cgroups = [str(path) for path in CGROUP_ROOT.glob(f"*/evalbot/{slug}*") if path.is_dir()]
-    # no-cgroup mode's stand-ins for the groups (workflows/providers/local/no_cgroups.py)
-    cgroups += [str(path) for path in (settings.sandbox_dir / ".groups").glob(f"evalbot/{slug}*")]
-    with open("/proc/self/mounts", encoding="utf-8") as handle:
-        mounts = [line.split()[1] for line in handle if str(settings.sandbox_dir) in line]
-    claims = [str(path) for path in uid_claims(settings, slug)]
-    return cgroups + mounts + leftover_sandboxes(settings) + claims
+async def finish(
+    worker: WorkerProcess, settings: Settings, experiment_id: str
+) -> tuple[HostSnapshot, list[str]]:
+    """End of a fault test: snapshot the host while the experiment's leftovers are still there,
+    then stop the worker and clean up (returning what the clean-up removed)."""
+    snapshot = snapshot_host(settings, experiment_id)
+    worker.kill()
+    return snapshot, await clean_up_sandboxes(settings)

@@ -25,10 +25,11 @@ from tests.bot.conftest import AppServer, Sender
 from tests.bot.payloads import REPO, SECRET, pr_comment, pull_json
 from tests.chaos.conftest import chaos_settings, new_github
 from tests.chaos.harness import (
+    CASES,
+    TRIALS,
     ChaosAgent,
     WorkerProcess,
-    clean_up_sandboxes,
-    host_residue,
+    finish,
     outcome,
     write_catalog,
 )
@@ -92,18 +93,17 @@ async def test_github_outage_for_a_minute(
         github={
             "webhook_secret": SECRET,
             "timeout_s": CLIENT_TIMEOUT_S,
-            "max_trials": 10,
+            "max_trials": TRIALS,
             "max_cases": 10,
         },
     )
     pull = pull_json()
     pull["number"], pull["head"]["sha"], pull["base"]["sha"] = PR, agent.head, agent.base
     flaky.add_pull(pull, clone_url=str(agent.path))
-    payload = pr_comment("/eval chaos --trials 10")
+    command = f"/eval chaos --trials {TRIALS}"
+    payload = pr_comment(command)
     payload["issue"]["number"] = PR
-    payload["comment"]["id"] = flaky.add_comment(REPO, PR, "/eval chaos --trials 10", "Codertocat")[
-        "id"
-    ]
+    payload["comment"]["id"] = flaky.add_comment(REPO, PR, command, "Codertocat")["id"]
     store = open_store(settings)
     client = await connect(settings)
     app = create_app(
@@ -113,7 +113,7 @@ async def test_github_outage_for_a_minute(
         github=GitHubClients(settings, options=ClientOptions.fast()),
     )
     worker = WorkerProcess(settings, tmp_path / "worker.log").start()
-    completed = False
+    completed, experiment_id = False, ""
     try:
         with AppServer(app) as server:
 
@@ -128,13 +128,14 @@ async def test_github_outage_for_a_minute(
         await asyncio.wait_for(wait_for(client, experiment_id), timeout=360)
         completed = True
     finally:
-        worker.kill()
-        left = await clean_up_sandboxes(settings)
+        snapshot, left = await finish(worker, settings, experiment_id)
     record_ = store.get_experiment(experiment_id)
     assert record_ is not None
     spec = record_.spec
-    result = await outcome(client, store, flaky, spec, (REPO, PR), completed=completed)
-    result.orphaned, result.residue = left, host_residue(settings, spec)
+    result = await outcome(
+        client, store, flaky, spec, (REPO, PR), completed=completed, snapshot=snapshot
+    )
+    result.orphaned = left
     comments = bot_comments(flaky)
 
     record(
@@ -144,7 +145,7 @@ async def test_github_outage_for_a_minute(
         **result.figures(),
         detail=f"{flaky.failed} GitHub requests failed; {len(comments)} bot comment(s) at the end",
     )
-    assert len(spec.cells()) == 200
+    assert len(spec.cells()) == CASES * 2 * TRIALS
     assert flaky.failed >= 4  # the outage was felt
     assert len(comments) == 1, [c["body"][:80] for c in comments]
     result.check()

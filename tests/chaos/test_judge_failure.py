@@ -25,12 +25,12 @@ import pytest
 
 from bot.composition import open_store
 from tests.chaos.conftest import PR, REPO, chaos_settings
+from tests.chaos.evidence import completions_per_cell, judge_requests_per_answer
 from tests.chaos.harness import (
     ChaosAgent,
     WorkerProcess,
-    clean_up_sandboxes,
     expected_status,
-    host_residue,
+    finish,
     outcome,
     plan,
     reporter,
@@ -136,10 +136,11 @@ async def test_judge_outage_is_absorbed(
         await asyncio.wait_for(wait_for(client, spec.experiment_id), timeout=300)
         completed = True
     finally:
-        worker.kill()
-        left = await clean_up_sandboxes(settings)
-    result = await outcome(client, store, github, spec, (REPO, PR), completed=completed)
-    result.orphaned, result.residue = left, host_residue(settings, spec)
+        snapshot, left = await finish(worker, settings, spec.experiment_id)
+    result = await outcome(
+        client, store, github, spec, (REPO, PR), completed=completed, snapshot=snapshot
+    )
+    result.orphaned = left
     scored = [r for r in store.list_runs(spec.experiment_id) if r.status is RunStatus.SCORED]
     misjudged = [r.run_id for r in scored if not judged_right(r)]
 
@@ -180,11 +181,14 @@ async def test_judge_down_for_good_then_regraded(
     )
     store = open_store(settings)
     client = await connect(settings)
-    with WorkerProcess(settings, tmp_path / "worker.log"):
+    worker = WorkerProcess(settings, tmp_path / "worker.log").start()
+    try:
         await start_experiment(client, settings, spec, max_parallel=20)
         await asyncio.wait_for(wait_for(client, spec.experiment_id), timeout=180)
-    await clean_up_sandboxes(settings)
+    finally:
+        snapshot, _ = await finish(worker, settings, spec.experiment_id)
     before = {r.run_id: r for r in store.list_runs(spec.experiment_id)}
+    completions = await completions_per_cell(client, spec.experiment_id)
 
     judge = FakeOpenAI(api_key=API_KEY, verdict=right_answer).start()
     try:
@@ -203,6 +207,8 @@ async def test_judge_down_for_good_then_regraded(
     after = store.list_runs(spec.experiment_id)
 
     judge_errors = [r for r in before.values() if r.status is RunStatus.JUDGE_ERROR]
+    judged = judge_requests_per_answer(judge)  # regrade: each judge_error cell judged once
+    duplicated = sum(n - 1 for n in completions.values()) + sum(n - 1 for n in judged.values())
     wrong_after = [r.run_id for r in after if r.status is not expected_status(r.run_id)]
     record(
         "fault",
@@ -212,11 +218,16 @@ async def test_judge_down_for_good_then_regraded(
         completed=1,
         cells=len(spec.cells()),
         lost=len({c.run_id for c in spec.cells()} - {r.run_id for r in after}),
-        duplicated=len(after) - len({r.run_id for r in after}),
+        duplicated=duplicated,
         misclassified=len(wrong_after),
-        detail=f"{len(judge_errors)} cells judge_error (never 0), all graded by regrade",
+        left_before_cleanup=len(snapshot.items()),
+        detail=f"{len(judge_errors)} cells judge_error (never 0), all graded by regrade; "
+        f"{sum(judged.values())} judge requests for them",
     )
     assert regrade.returncode == 0, regrade.stderr
+    assert snapshot.items() == [], snapshot.items()
+    assert duplicated == 0 and sorted(completions.values()) == [1] * len(spec.cells())
+    assert sum(judged.values()) == len(judge_errors), judged
     assert sorted(before) == sorted(c.run_id for c in spec.cells())
     for run in before.values():  # the judge's outage is the judge's, never the agent's
         if expected_status(run.run_id) is RunStatus.SCORED:

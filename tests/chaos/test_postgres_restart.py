@@ -19,8 +19,7 @@ from tests.chaos.conftest import PR, REPO, chaos_settings
 from tests.chaos.harness import (
     ChaosAgent,
     WorkerProcess,
-    clean_up_sandboxes,
-    host_residue,
+    finish,
     outcome,
     plan,
     reporter,
@@ -93,7 +92,7 @@ async def test_postgres_restarted_while_results_are_stored(
     assert store.dialect == "postgresql"
     assert "synchronous_commit=on" in postgres._server_options()
     client = await connect(settings)
-    thresholds = sorted(rng.sample(range(30, cells - 60), 2))
+    thresholds = sorted(rng.sample(range(cells * 3 // 20, cells * 7 // 10), 2))
     outages = [rng.uniform(2, 6), FAILOVER_S]
     stopped_at: list[int] = []
     completed = False
@@ -110,10 +109,11 @@ async def test_postgres_restarted_while_results_are_stored(
         await asyncio.wait_for(wait_for(client, spec.experiment_id), timeout=240)
         completed = True
     finally:
-        worker.kill()
-        left = await clean_up_sandboxes(settings)
-    result = await outcome(client, store, github, spec, (REPO, PR), completed=completed)
-    result.orphaned, result.residue = left, host_residue(settings, spec)
+        snapshot, left = await finish(worker, settings, spec.experiment_id)
+    result = await outcome(
+        client, store, github, spec, (REPO, PR), completed=completed, snapshot=snapshot
+    )
+    result.orphaned = left
     store.close()
 
     record(

@@ -13,11 +13,11 @@ import pytest
 
 from bot.composition import open_store
 from tests.chaos.conftest import PR, REPO, chaos_settings
+from tests.chaos.evidence import snapshot_host
 from tests.chaos.harness import (
     ChaosAgent,
     WorkerProcess,
     clean_up_sandboxes,
-    host_residue,
     outcome,
     plan,
     reporter,
@@ -43,7 +43,7 @@ async def test_temporal_server_killed_and_restarted(
     settings = chaos_settings(tmp_path, server.address, github)
     spec = plan(settings, agent)
     cells = len(spec.cells())
-    restart_at = sorted(rng.sample(range(20, cells - 40), RESTARTS))
+    restart_at = sorted(rng.sample(range(cells // 10, cells * 4 // 5), RESTARTS))
     store = open_store(settings)
     worker = WorkerProcess(settings, tmp_path / "worker.log").start()
     killed_at: list[int] = []
@@ -62,12 +62,15 @@ async def test_temporal_server_killed_and_restarted(
             worker_survived &= worker.alive()
         await asyncio.wait_for(wait_for(client, spec.experiment_id), timeout=240)
         completed = True
-        result = await outcome(client, store, github, spec, (REPO, PR), completed=completed)
+        snapshot = snapshot_host(settings, spec.experiment_id)  # before any clean-up
+        result = await outcome(
+            client, store, github, spec, (REPO, PR), completed=completed, snapshot=snapshot
+        )
     finally:
         worker.kill()
         left = await clean_up_sandboxes(settings)
         server.stop()
-    result.orphaned, result.residue = left, host_residue(settings, spec)
+    result.orphaned = left
 
     record(
         "fault",

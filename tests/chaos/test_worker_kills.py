@@ -15,8 +15,7 @@ from tests.chaos.conftest import PR, REPO
 from tests.chaos.harness import (
     ChaosAgent,
     WorkerProcess,
-    clean_up_sandboxes,
-    host_residue,
+    finish,
     outcome,
     plan,
     reporter,
@@ -38,7 +37,7 @@ async def test_worker_sigkilled_five_times(
     rng = random.Random(SEED)
     spec = plan(settings, agent)
     cells = len(spec.cells())
-    kill_at = sorted(rng.sample(range(10, cells - 20), KILLS))
+    kill_at = sorted(rng.sample(range(cells // 20, cells * 6 // 10), KILLS))
     store = open_store(settings)
     client = await connect(settings)
     worker = WorkerProcess(settings, tmp_path / "worker.log").start()
@@ -47,7 +46,7 @@ async def test_worker_sigkilled_five_times(
     try:
         await start_experiment(client, settings, spec, reporter=reporter(REPO, PR), max_parallel=50)
         for threshold in kill_at:
-            floor = (killed_at[-1] + 5) if killed_at else 0
+            floor = (killed_at[-1] + cells // 40) if killed_at else 0
             await wait_stored(store, spec.experiment_id, max(threshold, floor), timeout_s=180)
             await asyncio.sleep(rng.uniform(0, 0.5))  # anywhere in a stage, not at a result
             killed_at.append(sum(store.count_runs(spec.experiment_id).values()))
@@ -56,17 +55,23 @@ async def test_worker_sigkilled_five_times(
         await asyncio.wait_for(wait_for(client, spec.experiment_id), timeout=240)
         completed = True
     finally:
-        worker.kill()
-        left = await clean_up_sandboxes(settings)
+        snapshot, left = await finish(worker, settings, spec.experiment_id)
 
-    result = await outcome(client, store, github, spec, (REPO, PR), completed=completed)
-    result.orphaned, result.residue = left, host_residue(settings, spec)
+    result = await outcome(
+        client, store, github, spec, (REPO, PR), completed=completed, snapshot=snapshot
+    )
+    # A worker killed mid-provision can leave a sandbox no teardown names (the retried provision
+    # makes another): those, their uid claims and cgroups are tolerated, counted and bounded; a
+    # live process, a mount or a staging folder is not.
+    result.tolerated, result.orphaned = ("sandbox ", "uid claim ", "cgroup "), left
+    orphans = len(snapshot.sandboxes) + len(snapshot.claims)
     record(
         "fault",
         "worker SIGKILL x5",
         faults_injected=len(killed_at),
         **result.figures(),
-        detail=f"killed after {killed_at} of {cells} results",
+        detail=f"killed after {killed_at} of {cells} results; {result.duplicate_detail}",
     )
     assert len(killed_at) == KILLS and max(killed_at) < cells, killed_at  # all mid-experiment
+    assert orphans <= KILLS * settings.sandbox.max_concurrent_runs, snapshot.items()
     result.check()

@@ -86,6 +86,11 @@ class FakeOpenAI(FakeHttpServer):
         with self._lock:
             return len(self.requests)
 
+    def log(self) -> list[Request]:
+        """Every request answered so far, in order (a copy)."""
+        with self._lock:
+            return list(self.requests)
+
     def reset(self) -> None:
         with self._lock:
             self.requests.clear()

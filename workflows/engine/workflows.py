@@ -34,6 +34,7 @@ from temporalio.exceptions import (
     ChildWorkflowError,
 )
 
+from workflows import faults
 from workflows.engine.failures import reason_of
 from workflows.engine.stages import (
     COLLECT,
@@ -167,9 +168,12 @@ async def _run_in(job: RunInput, provision: ProvisionResult) -> RunSummary:
         CollectInput(job.cell.run_id, provision.sandbox_id, job.dataset, job.cell.case_id),
         on=job,
     )
-    return await stage(
-        SCORE, RunActivities.score, ScoreInput(job, provision, executed, collected), on=job
-    )
+    scoring = ScoreInput(job, provision, executed, collected)
+    with workflow.unsafe.sandbox_unrestricted():  # read once per process; constant on replay
+        twice = faults.active("score-twice")  # a broken build for the mutation checks only
+    if twice:
+        await stage(SCORE, RunActivities.score, scoring, on=job)
+    return await stage(SCORE, RunActivities.score, scoring, on=job)
 
 
 async def _record(

@@ -72,3 +72,48 @@ def test_known_event_without_delivery_id_is_400(sender: Sender) -> None:
 def test_healthz(sender: Sender) -> None:
     response = sender.client.get("/healthz")
     assert response.status_code == 200 and response.json() == {"status": "ok"}
+
+
+def test_github_refusing_for_good_is_422_and_outages_stay_503(
+    sender: Sender, github: FakeGitHub, launcher: FakeLauncher
+) -> None:
+    """A 404 for the installation will not change on redelivery (422); a GitHub 502 might (503,
+    and the delivery id is released so the redelivery is handled)."""
+    payload = pr_comment("/eval tiny --trials 1")
+    github.fail("POST", r"/app/installations/\d+/access_tokens", status=404)  # uninstalled
+    gone = sender.deliver("issue_comment", payload)
+    assert gone.status_code == 422 and "redelivering will not help" in gone.text, gone.text
+    github.fail("POST", r"/app/installations/\d+/access_tokens", status=502, times=10)
+    down = sender.deliver("issue_comment", payload, delivery="outage")
+    assert down.status_code == 503, down.text
+    github.failures.clear()
+    again = sender.deliver("issue_comment", payload, delivery="outage")
+    assert again.status_code == 200 and launcher.start_calls, again.text
+
+
+def test_payload_fields_of_the_wrong_type_are_400_naming_the_field(sender: Sender) -> None:
+    cases = {
+        ("issue", "number"): "2",
+        ("comment", "id"): -1,
+        ("repository", "full_name"): "no-slash",
+        ("comment",): "a string",
+        ("comment", "user", "login"): "Codertocat/Hello-World",
+    }
+    for (*parents, key), value in cases.items():
+        payload = pr_comment("/eval tiny --trials 1")
+        node = payload
+        for name in parents:
+            node = node[name]
+        node[key] = value
+        response = sender.deliver("issue_comment", payload)
+        assert response.status_code == 400, (key, response.text)
+        assert ".".join([*parents, key]) in response.json()["error"], response.text
+
+
+def test_a_lone_surrogate_is_400_and_a_real_emoji_is_not(sender: Sender) -> None:
+    """`"\\ud800"` is valid JSON but no text: echoing it back crashed the response (a 500)."""
+    lone = json.dumps(pr_comment("/eval tiny")).replace('"created"', '"\\ud800"').encode()
+    assert sender.deliver("issue_comment", lone).status_code == 400
+    pair = json.dumps(pr_comment("/eval tiny")).replace('"created"', '"\\ud83d\\ude00"').encode()
+    answer = sender.deliver("issue_comment", pair)
+    assert answer.status_code == 200 and "\U0001f600" in answer.json()["detail"], answer.text

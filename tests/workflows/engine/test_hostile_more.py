@@ -27,7 +27,8 @@ from bot.commands.experiments import run_experiment
 from bot.composition import open_store
 from bot.github import report_comment as rc
 from bot.render import render_html, render_json, render_markdown
-from tests.chaos.harness import host_residue, write_catalog
+from tests.chaos.evidence import snapshot_host
+from tests.chaos.harness import write_catalog
 from tests.chaos.record import record
 from tests.fakes.openai_server import FakeOpenAI
 from tests.support.experiments import hostile_arms
@@ -393,7 +394,7 @@ def host_untouched(
     )
     if HOST_MARKER in blobs:
         problems.append("a host secret reached the blob store")
-    residue = host_residue(settings, spec)
+    residue = snapshot_host(settings, spec.experiment_id).items()
     if residue:
         problems.append(f"left on the host: {residue[:3]}")
     if list(settings.image_dir.rglob("escaped*")):

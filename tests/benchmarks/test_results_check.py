@@ -1,0 +1,123 @@
+"""benchmarks/results_check.py: the committed RESULTS.md passes, and each kind of hand edit fails.
+
+Each test below edits a copy of the real file the way a person might (a figure between markers, a
+summary that no longer matches its rows, a section without its "Not regenerated" note) and asserts
+that the checker names the problem: the broken file each check catches."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture
+def checker(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import results_check
+
+    return results_check
+
+
+@pytest.fixture
+def document() -> str:
+    return (BENCHMARKS / "RESULTS.md").read_text()
+
+
+def test_the_committed_results_file_passes(checker: ModuleType, document: str) -> None:
+    assert checker.check(document) == []
+
+
+def test_a_figure_typed_between_markers_is_caught(checker: ModuleType, document: str) -> None:
+    edited = document.replace("after ÷ before = 0.98", "after ÷ before = 0.90")
+    assert edited != document
+    problems = checker.check(edited)
+    assert any("before-after: edited by hand" in p for p in problems), problems
+
+
+def test_a_section_without_its_digest_line_is_caught(checker: ModuleType, document: str) -> None:
+    edited = re.sub(r"<!-- calibration:sha256 [0-9a-f]+ -->\n", "", document)
+    assert any("calibration: no digest line" in p for p in checker.check(edited))
+
+
+def test_a_summary_that_disagrees_with_its_rows_is_caught(
+    checker: ModuleType, document: str
+) -> None:
+    """Re-signed by write_section, so only the re-derivation can catch it."""
+    import results_file
+
+    section = next(s for s in results_file.sections(document) if s.name == "calibration")
+    wrong = section.text.replace("10 of 11 shapes meet", "11 of 11 shapes meet")
+    start, end = results_file.markers("calibration")
+    old = document[document.index(start) : document.index(end) + len(end)]
+    edited = document.replace(old, results_file.render("calibration", wrong))
+    problems = checker.check(edited)
+    assert problems == ["calibration: the rows give '10 of 11 shapes meet the goal', the text "
+                        "does not say it"]  # fmt: skip
+
+
+def test_rows_changed_under_a_derived_summary_are_caught(
+    checker: ModuleType, document: str
+) -> None:
+    edited = document.replace("| 8 | 56.9 s |", "| 8 | 66.9 s |")
+    assert edited != document
+    assert any("orchestration-batches: not what the rows" in p for p in checker.check(edited))
+
+
+def test_reliability_totals_and_summary_are_recomputed(checker: ModuleType) -> None:
+    def section(lost_a: str, caught_b: str) -> str:
+        return "\n".join(
+            [
+                "Run 2026-12-01: all tests passed.",
+                "",
+                "| fault injected | faults | completed | cells | lost | dup | wrong | ok | left |",
+                "|---|---:|---:|---:|---:|---:|---:|---|---:|",
+                f"| a | 1 | 1/1 | 20 | {lost_a} | 0 | 0 | yes | 0 |",
+                "| b | 2 | 1/1 | 20 | 0 | 0 | 0 | yes | 0 |",
+                "| **all** | 3 | 2/2 | 40 | 0 | 0 | 0 | | 0 |",
+                "",
+                "| check | broken build it catches | caught | reported |",
+                "|---|---|---|---|",
+                "| x | `EVALBOT_FAULT=x` | yes | — |",
+                f"| y | `EVALBOT_FAULT=y` | {caught_b} | — |",
+                "",
+                "| hostile input | tried | reached | no handler | at the door | contained |",
+                "|---|---:|---:|---:|---:|---:|",
+                "| c | 5 | 2 | 1 | 2 | 5 |",
+                "| d | 1 | — | — | — | 1 |",
+                "| **all** | 6 | 2 | 1 | 2 | 6 |",
+                "",
+                "Summary: 0 results lost, 0 duplicated, 0 misclassified in 40 cells; 6 of 6 "
+                "hostile inputs contained, 2 of them after reaching a handler and 2 rejected at "
+                "the door; 2 of 2 checks caught their broken build.",
+            ]
+        )
+
+    assert checker.reliability(section("0", "yes")) == []
+    problems = checker.reliability(section("1", "yes"))
+    assert "reliability: faults, column 5: the rows add up to 1, **all** says 0" in problems
+    assert any("says all tests passed" in p for p in problems), problems
+    problems = checker.reliability(section("0", "NO"))
+    assert any("1 of 2 checks caught" in p for p in problems), problems
+
+
+def test_figures_outside_markers_must_say_they_were_copied(
+    checker: ModuleType, document: str
+) -> None:
+    edited = document.replace("## Ingestion (benchmarks/ingest.py)\n\n*", "## Ingestion\n\n*X")
+    edited = re.sub(r"(## Ingestion\n\n\*X[^\n]*)Not regenerated", r"\1Regenerated", edited)
+    assert any("'## Ingestion'" in p for p in checker.check(edited)), checker.check(edited)
+
+
+def test_write_section_round_trips(checker: ModuleType, tmp_path: Path) -> None:
+    import results_file
+
+    results = tmp_path / "RESULTS.md"
+    results_file.write_section("demo", "| a |\n|---|\n| 1 |", results)
+    results_file.write_section("demo", "| a |\n|---|\n| 2 |", results)
+    (section,) = results_file.sections(results.read_text())
+    assert section.intact and "| 2 |" in section.text and "| 1 |" not in section.text
