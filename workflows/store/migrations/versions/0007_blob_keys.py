@@ -1,6 +1,6 @@
 """runs.outputs_ref holds a blob-store key, never a host path (docs/store.md, "Blobs").
 
-Revision ID: 0007_blob_keys
+Revision ID: 0007
 Revises: 0006
 Create Date: 2026-12-01 23:10:00.000000
 
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0007_blob_keys"
+revision: str = "0007"
 down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
