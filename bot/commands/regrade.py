@@ -20,8 +20,8 @@ import click
 
 from bot import composition
 from bot.commands.errors import CommandError, ExitCode, command_errors
-from workflows.catalog.models import Dataset, ExperimentSpec
 from workflows.blobs import open_blob_store
+from workflows.catalog.models import Dataset, ExperimentSpec
 from workflows.engine.catalog_cache import CatalogCache
 from workflows.engine.grading import CaseGrader
 from workflows.engine.regrade_runs import (

@@ -3,10 +3,9 @@ store (docs/store.md, "Blobs")."""
 
 from __future__ import annotations
 
+import anyio
 from fastapi import HTTPException
 from fastapi.responses import StreamingResponse
-
-import anyio
 
 from bot.dashboard.deps import BlobsDep, StoreDep, signed_in_router
 from bot.dashboard.run_outputs import stream_file, transcript_name

@@ -133,7 +133,9 @@ async def test_github_outage_for_a_minute(
     record_ = store.get_experiment(experiment_id)
     assert record_ is not None
     spec = record_.spec
-    result = await outcome(client, store, flaky, spec, (REPO, PR), completed=completed)
+    result = await outcome(
+        client, store, flaky, spec, (REPO, PR), completed=completed, blob_dir=settings.blob_dir
+    )
     result.orphaned, result.residue = left, host_residue(settings, spec)
     comments = bot_comments(flaky)
 

@@ -138,7 +138,9 @@ async def test_judge_outage_is_absorbed(
     finally:
         worker.kill()
         left = await clean_up_sandboxes(settings)
-    result = await outcome(client, store, github, spec, (REPO, PR), completed=completed)
+    result = await outcome(
+        client, store, github, spec, (REPO, PR), completed=completed, blob_dir=settings.blob_dir
+    )
     result.orphaned, result.residue = left, host_residue(settings, spec)
     scored = [r for r in store.list_runs(spec.experiment_id) if r.status is RunStatus.SCORED]
     misjudged = [r.run_id for r in scored if not judged_right(r)]

@@ -112,7 +112,9 @@ async def test_postgres_restarted_while_results_are_stored(
     finally:
         worker.kill()
         left = await clean_up_sandboxes(settings)
-    result = await outcome(client, store, github, spec, (REPO, PR), completed=completed)
+    result = await outcome(
+        client, store, github, spec, (REPO, PR), completed=completed, blob_dir=settings.blob_dir
+    )
     result.orphaned, result.residue = left, host_residue(settings, spec)
     store.close()
 

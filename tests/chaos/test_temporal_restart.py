@@ -62,7 +62,9 @@ async def test_temporal_server_killed_and_restarted(
             worker_survived &= worker.alive()
         await asyncio.wait_for(wait_for(client, spec.experiment_id), timeout=240)
         completed = True
-        result = await outcome(client, store, github, spec, (REPO, PR), completed=completed)
+        result = await outcome(
+            client, store, github, spec, (REPO, PR), completed=completed, blob_dir=settings.blob_dir
+        )
     finally:
         worker.kill()
         left = await clean_up_sandboxes(settings)

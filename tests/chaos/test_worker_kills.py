@@ -59,7 +59,9 @@ async def test_worker_sigkilled_five_times(
         worker.kill()
         left = await clean_up_sandboxes(settings)
 
-    result = await outcome(client, store, github, spec, (REPO, PR), completed=completed)
+    result = await outcome(
+        client, store, github, spec, (REPO, PR), completed=completed, blob_dir=settings.blob_dir
+    )
     result.orphaned, result.residue = left, host_residue(settings, spec)
     record(
         "fault",

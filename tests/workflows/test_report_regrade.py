@@ -16,6 +16,7 @@ from bot.commands.regrade import regrade_command
 from tests.conftest import FIXTURES
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.support.experiments import make_spec, scored_run
+from workflows.blobs import open_blob_store
 from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine.catalog_cache import CatalogCache
 from workflows.engine.grading import CaseGrader
@@ -27,7 +28,6 @@ from workflows.engine.regrade_runs import (
 )
 from workflows.records import CriterionScore, RunResult, RunStatus, weighted_score
 from workflows.scoring import JudgeUnavailable
-from workflows.blobs import open_blob_store
 from workflows.settings import Settings
 from workflows.store import Store
 

@@ -21,7 +21,12 @@ ENVIRONMENT: list[tuple[str, str, str, Any]] = [
     ("EVALBOT_CATALOG_ROOT", "catalog_root", "/srv/catalog", Path("/srv/catalog")),
     ("EVALBOT_DATABASE_URL", "store.database_url", "postgresql://u@h/db", "postgresql://u@h/db"),
     ("EVALBOT_BLOB_URL", "store.blob_url", "s3://bucket/evalbot", "s3://bucket/evalbot"),
-    ("EVALBOT_BLOB_ENDPOINT_URL", "store.blob_endpoint_url", "http://minio:9000", "http://minio:9000"),
+    (
+        "EVALBOT_BLOB_ENDPOINT_URL",
+        "store.blob_endpoint_url",
+        "http://minio:9000",
+        "http://minio:9000",
+    ),
     ("EVALBOT_BLOB_REGION", "store.blob_region", "eu-west-1", "eu-west-1"),
     ("EVALBOT_TEMPORAL_ADDRESS", "temporal.address", "temporal:7233", "temporal:7233"),
     ("EVALBOT_TEMPORAL_NAMESPACE", "temporal.namespace", "evals", "evals"),

@@ -79,7 +79,10 @@ class S3BlobStore:
                 prefix=self.prefix or None,
                 config=config,
                 client_options=_client_options(self.endpoint, timeout_s),
-                retry_config={"max_retries": retries, "retry_timeout": timedelta(seconds=timeout_s)},
+                retry_config={
+                    "max_retries": retries,
+                    "retry_timeout": timedelta(seconds=timeout_s),
+                },
             )
         except CLIENT_ERRORS as error:
             raise BlobStoreError(

@@ -37,7 +37,9 @@ def _stage(blobs: BlobStore, files: dict[str, bytes]) -> Path:
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
+    }
 
 
 async def _read_all(blobs: BlobStore, key: str, name: str) -> bytes:
@@ -104,7 +106,9 @@ def _s3(settings: Settings, server: S3Server, bucket: str) -> BlobStore:
     )
 
 
-def test_a_missing_bucket_is_named(settings: Settings, s3_bucket: dict[str, Any], s3_server: S3Server) -> None:
+def test_a_missing_bucket_is_named(
+    settings: Settings, s3_bucket: dict[str, Any], s3_server: S3Server
+) -> None:
     with pytest.raises(BlobStoreError) as caught:
         _s3(settings, s3_server, "no-such-bucket").check()
     assert str(caught.value) == (
@@ -114,7 +118,10 @@ def test_a_missing_bucket_is_named(settings: Settings, s3_bucket: dict[str, Any]
 
 
 def test_a_missing_secret_key_is_named(
-    settings: Settings, s3_bucket: dict[str, Any], s3_server: S3Server, monkeypatch: pytest.MonkeyPatch
+    settings: Settings,
+    s3_bucket: dict[str, Any],
+    s3_server: S3Server,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     with pytest.raises(BlobStoreError, match="AWS_SECRET_ACCESS_KEY is not; set both"):

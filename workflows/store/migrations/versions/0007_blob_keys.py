@@ -45,11 +45,11 @@ def upgrade() -> None:
     rows = connection.execute(
         sa.select(runs.c.run_id, runs.c.outputs_ref).where(runs.c.outputs_ref != "")
     ).all()
-    changes = [
-        {"id": run_id, "key": _key(run_id)} for run_id, ref in rows if _is_path(ref)
-    ]
+    changes = [{"id": run_id, "key": _key(run_id)} for run_id, ref in rows if _is_path(ref)]
     update = (
-        runs.update().where(runs.c.run_id == sa.bindparam("id")).values(outputs_ref=sa.bindparam("key"))
+        runs.update()
+        .where(runs.c.run_id == sa.bindparam("id"))
+        .values(outputs_ref=sa.bindparam("key"))
     )
     for start in range(0, len(changes), BATCH):
         connection.execute(update, changes[start : start + BATCH])
