@@ -27,8 +27,8 @@ from workflows.blobs.base import BlobStoreError, safe_key, safe_name
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, S3Config
 
-PART_BYTES = 8 << 20
-PART_CONCURRENCY = 4
+PART_BYTES = 5 << 20  # the S3 minimum part size; 2 GiB of /out is ~410 parts (max 10,000)
+PART_CONCURRENCY = 2
 READ_CHUNK = 1 << 20
 CHECK_OBJECT = ".evalbot-check"
 # obstore raises its own errors and builtin ones (FileNotFoundError, PermissionError, …)
