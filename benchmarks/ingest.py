@@ -251,8 +251,9 @@ def record(backend: str, size_mb: int, limit_mb: float, figures: dict[str, Any],
 `.venv/bin/python benchmarks/ingest.py --backend {backend} --write` — as the ingestion benchmark
 above, with the run's outputs stored in {where}. The collect stage streams the sandbox's files
 to disk and redacts them, then uploads each in parts streamed from disk (workflows/blobs/s3.py:
-{PART_BYTES >> 20} MiB parts, {PART_CONCURRENCY} in flight). The time is mostly moto's (a Python
-server keeping objects in memory) on a shared machine (load average {load:.1f} at the end).
+{PART_BYTES >> 20} MiB parts, {PART_CONCURRENCY} in flight). The time depends on the S3 server
+(here moto, a Python server keeping objects in memory) and on the machine's load (load average
+{load:.1f} at the end).
 
 | date | machine | transcript | collect time | peak RSS before collecting | peak RSS after | limit |
 |---|---|---:|---:|---:|---:|---:|
