@@ -7,15 +7,20 @@ stage, exactly as a worker would: `RunActivities.collect` (workflows/engine/acti
 through the real provider, stream /out and the world's changes with workflows/engine/collect.py,
 redact secrets, commit to the blob store), run in Temporal's ActivityEnvironment. It reports its
 peak RSS (VmHWM from /proc/self/status; ru_maxrss agrees) before and after, and the time taken.
-Needs root (the local provider). Usage:
+With `--backend s3` the blob store is an S3 bucket on moto's S3 server (real HTTP, started here
+as a subprocess): the collect stage then also uploads the transcript, in parts, streamed from disk
+(workflows/blobs/s3.py). Needs root (the local provider). `--write` records the figures in
+benchmarks/RESULTS.md (section `ingest-<backend>`). Usage:
 
-    .venv/bin/python benchmarks/ingest.py [--size-mb 1024] [--limit-mb 150]
+    .venv/bin/python benchmarks/ingest.py [--size-mb 1024] [--limit-mb 150] [--backend s3] [--write]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import datetime
 import json
 import os
 import platform
@@ -24,7 +29,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 AGENT_TOML = """
 [build]
@@ -43,6 +50,7 @@ yes "$line" | head -c $((SIZE_MB * 1048576)) > "$EVALBOT_OUT_DIR/transcript.json
 echo "The answer is 42." > "$EVALBOT_OUT_DIR/answer.md"
 """
 SECRET = "sk-ingest-benchmark-0123456789abcdef"  # the redactor scans every byte for it
+SECTION = "ingest-{backend}"
 
 
 def peak_rss_mb() -> float:
@@ -55,8 +63,12 @@ def peak_rss_mb() -> float:
 def settings_for(root: Path):  # type: ignore[no-untyped-def]
     from workflows.settings import Settings
 
+    blob = json.loads(os.environ.get("INGEST_BLOB_SETTINGS", "{}"))  # set by --backend s3
     return Settings(
-        data_dir=root / "state", catalog_root=root / "catalog", judge={"api_key": SECRET}
+        data_dir=root / "state",
+        catalog_root=root / "catalog",
+        judge={"api_key": SECRET},
+        store=blob,
     )
 
 
@@ -92,7 +104,7 @@ def child(root: Path, sandbox_id: str) -> None:
     job = CollectInput("ingest/big/arm/0", sandbox_id, "ingest", "big")
     result = asyncio.run(ActivityEnvironment().run(activities.collect, job))
     elapsed = time.perf_counter() - started
-    transcript = Path(result.outputs_ref) / "out" / "transcript.jsonl"
+    collected = activities.blobs.size(result.outputs_ref, "out/transcript.jsonl")
     print(
         json.dumps(
             {
@@ -100,7 +112,8 @@ def child(root: Path, sandbox_id: str) -> None:
                 "peak_rss_mb": round(peak_rss_mb(), 1),
                 "ru_maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                 "seconds": round(elapsed, 1),
-                "collected_bytes": transcript.stat().st_size,
+                "collected_bytes": collected,
+                "blob_store": activities.blobs.url.split("://")[0],
                 "has_answer": result.has_answer,
             }
         )
@@ -154,8 +167,8 @@ async def terminate(root: Path, sandbox_id: str) -> None:
     await sandbox.terminate()
 
 
-def main(size_mb: int, limit_mb: float) -> int:
-    with tempfile.TemporaryDirectory(prefix="evalbot-ingest-") as folder:
+def main(size_mb: int, limit_mb: float, backend: str, write: bool) -> int:
+    with tempfile.TemporaryDirectory(prefix="evalbot-ingest-") as folder, blob_backend(backend):
         root = Path(folder)
         write_catalog(root / "catalog")
         started = time.perf_counter()
@@ -180,15 +193,73 @@ def main(size_mb: int, limit_mb: float) -> int:
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores")
     print(f"transcript: {size_mb} MiB written by the agent in {wrote:.1f} s (local sandbox)")
     print(
-        f"collect stage: {figures['collected_bytes'] / 2**20:.0f} MiB collected and redacted in "
-        f"{figures['seconds']:.1f} s"
+        f"collect stage ({backend} blob store): {figures['collected_bytes'] / 2**20:.0f} MiB "
+        f"collected, redacted and stored in {figures['seconds']:.1f} s"
     )
     print(
         f"worker peak RSS: {figures['peak_rss_mb']:.1f} MB (VmHWM; ru_maxrss "
         f"{figures['ru_maxrss_mb']:.1f} MB; {figures['peak_rss_mb_before']:.1f} MB before "
         f"collecting) — limit {limit_mb:.0f} MB: {'PASS' if ok else 'FAIL'}"
     )
+    if write:
+        record(backend, size_mb, limit_mb, figures, ok)
     return 0 if ok else 1
+
+
+@contextlib.contextmanager
+def blob_backend(backend: str) -> Iterator[None]:
+    """`local`: the default folder. `s3`: moto's S3 server (a subprocess, real HTTP), a bucket
+    on it, and the settings and AWS variables the child process reads."""
+    if backend == "local":
+        yield
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.support.s3 import CREDENTIALS, S3Server
+
+    with S3Server() as server:
+        server.create_bucket("ingest")
+        blob = {"blob_url": "s3://ingest/runs", "blob_endpoint_url": server.url}
+        saved = dict(os.environ)
+        os.environ.update({**CREDENTIALS, "INGEST_BLOB_SETTINGS": json.dumps(blob)})
+        try:
+            yield
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
+def record(backend: str, size_mb: int, limit_mb: float, figures: dict[str, Any], ok: bool) -> None:
+    from results_file import write_section
+
+    where = "an S3 bucket on moto's server (real HTTP)" if backend == "s3" else "the local folder"
+    row = " | ".join(
+        [
+            datetime.date.today().isoformat(),
+            f"{os.cpu_count()}-core {platform.machine()}",
+            f"{size_mb:,} MiB",
+            f"{figures['seconds']:.1f} s",
+            f"{figures['peak_rss_mb_before']:.1f} MB",
+            f"{figures['peak_rss_mb']:.1f} MB",
+            f"{limit_mb:.0f} MB: {'pass' if ok else 'FAIL'}",
+        ]
+    )
+    from workflows.blobs.s3 import PART_BYTES, PART_CONCURRENCY
+
+    load = os.getloadavg()[0]
+    text = f"""## Ingestion, {backend} blob store (benchmarks/ingest.py --backend {backend})
+
+`.venv/bin/python benchmarks/ingest.py --backend {backend} --write` — as the ingestion benchmark
+above, with the run's outputs stored in {where}. The collect stage streams the sandbox's files
+to disk and redacts them, then uploads each in parts streamed from disk (workflows/blobs/s3.py:
+{PART_BYTES >> 20} MiB parts, {PART_CONCURRENCY} in flight). The time depends on the S3 server
+(here moto, a Python server keeping objects in memory) and on the machine's load (load average
+{load:.1f} at the end).
+
+| date | machine | transcript | collect time | peak RSS before collecting | peak RSS after | limit |
+|---|---|---:|---:|---:|---:|---:|
+| {row} |
+"""
+    write_section(SECTION.format(backend=backend), text)
 
 
 if __name__ == "__main__":
@@ -198,5 +269,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--limit-mb", type=float, default=150.0)
+    parser.add_argument("--backend", choices=("local", "s3"), default="local")
+    parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     options = parser.parse_args()
-    sys.exit(main(options.size_mb, options.limit_mb))
+    sys.exit(main(options.size_mb, options.limit_mb, options.backend, options.write))

@@ -19,6 +19,7 @@ from bot.service import EvalService
 from bot.webhooks.deliveries import DeliveryGate, DeliveryLog
 from bot.webhooks.endpoint import webhook_api
 from bot.webhooks.routes import build_router
+from workflows.blobs import open_blob_store
 from workflows.settings import Settings
 from workflows.store import Store
 
@@ -38,6 +39,7 @@ def create_app(
     app.add_middleware(SecurityMiddleware, settings=settings)  # headers, CSRF (docs/dashboard.md)
     app.state.settings = settings  # the dashboard's dependencies read these (bot/dashboard/deps.py)
     app.state.store = spend if spend is not None else Store.from_settings(settings)
+    app.state.blobs = open_blob_store(settings)  # run outputs by key (docs/store.md, "Blobs")
     app.include_router(
         webhook_api(
             secret, settings.github.max_body_bytes, build_router(), service, DeliveryGate(store)

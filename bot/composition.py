@@ -6,6 +6,7 @@ Everything else receives these objects; nothing else reads the environment.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -21,6 +22,7 @@ from temporalio.runtime import (
     TelemetryFilter,
 )
 
+from workflows.blobs import open_blob_store
 from workflows.engine.embedded import Session, engine_session
 from workflows.engine.grading import CaseGrader
 from workflows.engine.worker import ROLES
@@ -124,6 +126,9 @@ async def session(
     provider = create_provider(settings)
     if run_workers:
         provider.check_host()  # HostUnsupported: one sentence, before the first cell
+        # BlobStoreError: an unreachable or misconfigured bucket stops the worker here, not
+        # mid-run with the outputs lost (docs/store.md, "Blobs")
+        await asyncio.to_thread(open_blob_store(settings).check)
         provider.reap_orphans()  # what a worker killed mid-create left behind
     judge = build_judge(settings)
     try:

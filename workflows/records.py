@@ -105,7 +105,10 @@ class RunResult(BaseModel):
     limits: dict[str, Any] = Field(default_factory=dict)
     world_version: str = ""
     evalbot_version: str = ""
-    outputs_ref: str = Field("", description="Blob-store prefix holding the run's collected /out.")
+    outputs_ref: str = Field(
+        "",
+        description='Blob-store key of the run\'s outputs (docs/store.md, "Blobs"); no host path.',
+    )
     sandbox: SandboxUsage = Field(default_factory=SandboxUsage)
     provision_s: float | None = Field(
         None,

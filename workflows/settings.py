@@ -109,7 +109,7 @@ class TemporalSettings(_Group):
 
 
 class StoreSettings(_Group):
-    """The results database (docs/store.md); blobs live under `data_dir`."""
+    """The results database and the blob store of run outputs (docs/store.md)."""
 
     model_config = _group_config("store")
 
@@ -117,6 +117,22 @@ class StoreSettings(_Group):
         None,
         validation_alias="EVALBOT_DATABASE_URL",
         description="SQLAlchemy URL; unset = SQLite in data_dir.",
+    )
+    blob_url: str = Field(
+        "",
+        validation_alias="EVALBOT_BLOB_URL",
+        description="Where run outputs live: s3://bucket/prefix (any S3 API) or file:///path; "
+        "unset = <data_dir>/blobs. S3 credentials: the standard AWS_* variables.",
+    )
+    blob_endpoint_url: str = Field(
+        "",
+        validation_alias="EVALBOT_BLOB_ENDPOINT_URL",
+        description="S3 API endpoint for a non-AWS store (R2, GCS, MinIO): https://host[:port].",
+    )
+    blob_region: str = Field(
+        "",
+        validation_alias="EVALBOT_BLOB_REGION",
+        description="S3 region; unset = AWS_REGION / AWS_DEFAULT_REGION, else us-east-1.",
     )
 
 
@@ -596,7 +612,8 @@ class Settings(BaseSettings):
 
     @property
     def blob_dir(self) -> Path:
-        """<data_dir>/blobs: transcripts, answers and artifacts of the runs."""
+        """<data_dir>/blobs: the runs' outputs (the local blob store), or the S3 store's
+        staging and scratch folder."""
         return self.data_dir / "blobs"
 
     @property

@@ -20,6 +20,7 @@ import click
 
 from bot import composition
 from bot.commands.errors import CommandError, ExitCode, command_errors
+from workflows.blobs import open_blob_store
 from workflows.catalog.models import Dataset, ExperimentSpec
 from workflows.engine.catalog_cache import CatalogCache
 from workflows.engine.grading import CaseGrader
@@ -102,7 +103,8 @@ def _regrade(
 ) -> RegradeResult:
     judge = composition.build_judge(settings)
     try:
-        grade = catalog_grader(catalog, spec.dataset, CaseGrader(judge))
+        blobs = open_blob_store(settings)
+        grade = catalog_grader(catalog, spec.dataset, CaseGrader(judge), blobs)
         return regrade_runs(runs, grade, criteria=names or None, workers=settings.judge.concurrency)
     finally:
         if judge is not None:

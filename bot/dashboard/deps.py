@@ -1,5 +1,5 @@
-"""What the dashboard's routes depend on, as FastAPI dependencies: the settings and the store that
-`bot.app.create_app` puts on `app.state`, and the signed-in user (auth.py).
+"""What the dashboard's routes depend on, as FastAPI dependencies: the settings, the store and the
+blob store that `bot.app.create_app` puts on `app.state`, and the signed-in user (auth.py).
 
 Routes take them as annotated parameters (`store: StoreDep`, `user: UserDep`). Every page but
 sign-in hangs on a `signed_in_router()`, whose dependency refuses a request before its route runs:
@@ -13,6 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Request
 
 from bot.dashboard import auth
+from workflows.blobs import BlobStore
 from workflows.catalog.names import InvalidNameError, check_name
 from workflows.settings import Settings
 from workflows.store import Store
@@ -30,8 +31,14 @@ def get_store(request: Request) -> Store:
     return store
 
 
+def get_blobs(request: Request) -> BlobStore:
+    blobs: BlobStore = request.app.state.blobs
+    return blobs
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[Store, Depends(get_store)]
+BlobsDep = Annotated[BlobStore, Depends(get_blobs)]
 
 
 def get_user(request: Request, settings: SettingsDep) -> str:

@@ -12,11 +12,12 @@ import anyio
 from fastapi import Depends, HTTPException
 from fastapi.responses import HTMLResponse, Response
 
-from bot.dashboard.deps import StoreDep, UserDep, catalog_name, signed_in_router
+from bot.dashboard.deps import BlobsDep, StoreDep, UserDep, catalog_name, signed_in_router
 from bot.dashboard.frontier_chart import frontier_svg
 from bot.dashboard.pages import page
-from bot.dashboard.run_outputs import answer_of, transcript_path
+from bot.dashboard.run_outputs import answer_of, transcript_name
 from bot.render import render_html
+from workflows.blobs import BlobStore
 from workflows.catalog.models import ExperimentSpec
 from workflows.records import RunResult
 from workflows.report import build_report
@@ -60,12 +61,15 @@ async def experiments(
 
 
 @router.get("/experiments/{experiment_id}", response_class=HTMLResponse)
-async def experiment(experiment_id: str, store: StoreDep, user: UserDep) -> HTMLResponse:
+async def experiment(
+    experiment_id: str, store: StoreDep, blobs: BlobsDep, user: UserDep
+) -> HTMLResponse:
     record = store.get_experiment(experiment_id)
     if record is None:
         raise HTTPException(404, f"no experiment '{experiment_id}'")
     runs = await anyio.to_thread.run_sync(store.list_runs, experiment_id)
-    return page("experiment.html.j2", user=user, record=record, **experiment_view(record, runs))
+    view = await anyio.to_thread.run_sync(experiment_view, record, runs, blobs)  # blob reads
+    return page("experiment.html.j2", user=user, record=record, **view)
 
 
 @router.get("/export/cells.{fmt}")
@@ -101,7 +105,9 @@ async def _list_experiments(store: Store, filters: ListFilters) -> list[Experime
         raise HTTPException(400, str(error)) from None
 
 
-def experiment_view(record: ExperimentRecord, runs: list[RunResult]) -> dict[str, Any]:
+def experiment_view(
+    record: ExperimentRecord, runs: list[RunResult], blobs: BlobStore
+) -> dict[str, Any]:
     """The experiment page's report, its diff table (bot.render's HTML body) and cases."""
     report = build_report(record.spec, runs)
     match = BODY.search(render_html(report))
@@ -111,13 +117,15 @@ def experiment_view(record: ExperimentRecord, runs: list[RunResult]) -> dict[str
         "report": report,
         "table": match.group(1) if match else "",
         "frontier": frontier_svg(report.frontier) if len(report.arms) > 1 else None,
-        "cases": side_by_side(record.spec, runs, base, head),
+        "cases": side_by_side(record.spec, runs, base, head, blobs),
         "base": base,
         "head": head,
     }
 
 
-def side_by_side(spec: ExperimentSpec, runs: list[RunResult], base: str, head: str) -> list[Any]:
+def side_by_side(
+    spec: ExperimentSpec, runs: list[RunResult], base: str, head: str, blobs: BlobStore
+) -> list[Any]:
     """Per case: each arm's runs with answer, criteria (grade, rationale), wall time and cost."""
     by_key: dict[tuple[str, str], list[RunResult]] = {}
     for run in sorted(runs, key=lambda r: r.trial):
@@ -126,7 +134,7 @@ def side_by_side(spec: ExperimentSpec, runs: list[RunResult], base: str, head: s
         {
             "case_id": case_id,
             "arms": [
-                {"name": arm, "runs": [_run_view(r) for r in by_key.get((case_id, arm), [])]}
+                {"name": arm, "runs": [_run_view(r, blobs) for r in by_key.get((case_id, arm), [])]}
                 for arm in (base, head)
             ],
         }
@@ -134,10 +142,10 @@ def side_by_side(spec: ExperimentSpec, runs: list[RunResult], base: str, head: s
     ]
 
 
-def _run_view(run: RunResult) -> dict[str, Any]:
+def _run_view(run: RunResult, blobs: BlobStore) -> dict[str, Any]:
     return {
         "run": run,
-        "answer": answer_of(run),
+        "answer": answer_of(blobs, run),
         "cost": run.usage.cost_usd + run.sandbox.cost_usd,
-        "transcript": transcript_path(run) is not None,
+        "transcript": transcript_name(blobs, run) is not None,
     }

@@ -8,7 +8,6 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
@@ -21,6 +20,7 @@ from bot.github.github_client import ClientOptions, GitHubClients
 from tests.bot.conftest import AppServer
 from tests.fakes.launcher import FakeLauncher
 from tests.support.experiments import make_spec, scored_run
+from workflows.blobs import BlobStore, open_blob_store
 from workflows.records import RunResult
 from workflows.settings import Settings
 from workflows.store import Store
@@ -35,16 +35,17 @@ class Dashboard:
     settings: Settings
 
 
-def _with_outputs(run: RunResult, root: Path, answer: str) -> RunResult:
-    folder = root / run.run_id.replace("/", "_")
-    (folder / "out").mkdir(parents=True)
-    (folder / "out" / "answer.md").write_text(answer)
+def _with_outputs(run: RunResult, blobs: BlobStore, answer: str) -> RunResult:
+    """The run with an answer and a 2000-line transcript committed to the blob store."""
+    staging = blobs.staging(run.run_id)
+    (staging / "out").mkdir(parents=True)
+    (staging / "out" / "answer.md").write_text(answer)
     lines = [json.dumps({"step": i, "text": f"{run.arm} thinking {i}"}) for i in range(2000)]
-    (folder / "out" / "transcript.jsonl").write_text("\n".join(lines) + "\n")
-    return run.model_copy(update={"outputs_ref": str(folder)})
+    (staging / "out" / "transcript.jsonl").write_text("\n".join(lines) + "\n")
+    return run.model_copy(update={"outputs_ref": blobs.commit(run.run_id, staging)})
 
 
-def populate(store: Store, outputs: Path) -> None:
+def populate(store: Store, blobs: BlobStore) -> None:
     """A PR experiment with answers and transcripts, and three main evaluations of `bar` (the
     second one a regression, the third tagged as a release)."""
     spec = make_spec(n_cases=3, trials=1).model_copy(
@@ -60,7 +61,7 @@ def populate(store: Store, outputs: Path) -> None:
                 for c in run.criteria
             )
             run = run.model_copy(update={"criteria": criteria})
-            store.save_run(_with_outputs(run, outputs, f"Answer of {arm} to case {i}."))
+            store.save_run(_with_outputs(run, blobs, f"Answer of {arm} to case {i}."))
     store.set_experiment_status("exp-pr-7", "completed")
     for n, (base_value, head_value, labels) in enumerate(
         [(0.2, 0.6, {}), (0.6, 0.1, {}), (0.1, 0.7, {"release": "v1.2"})]
@@ -76,15 +77,29 @@ def populate(store: Store, outputs: Path) -> None:
         store.set_experiment_status(f"main-{n}", "completed")
 
 
-@pytest.fixture
-def dashboard(bot_settings: Settings, store: Store, tmp_path: Path) -> Iterator[Dashboard]:
-    settings = bot_settings.with_changes(  # served on http://127.0.0.1: development cookies
+def _serve(settings: Settings, store: Store) -> Iterator[Dashboard]:
+    settings = settings.with_changes(  # served on http://127.0.0.1: development cookies
         dashboard={"token": SecretStr(TOKEN), "insecure_localhost_cookies": True}
     )
-    populate(store, tmp_path / "blobs")
+    populate(store, open_blob_store(settings))
     clients = GitHubClients(settings, options=ClientOptions.fast())
     with AppServer(create_app(settings, FakeLauncher(), store, github=clients)) as server:
         yield Dashboard(server.url, store, settings)
+
+
+@pytest.fixture
+def dashboard(bot_settings: Settings, store: Store) -> Iterator[Dashboard]:
+    yield from _serve(bot_settings, store)
+
+
+@pytest.fixture(params=["local", "s3"])
+def any_dashboard(
+    request: pytest.FixtureRequest, bot_settings: Settings, store: Store
+) -> Iterator[Dashboard]:
+    """The dashboard over either blob store: the local folder, or an S3 bucket (moto)."""
+    if request.param == "s3":
+        bot_settings = bot_settings.with_changes(**request.getfixturevalue("s3_bucket"))
+    yield from _serve(bot_settings, store)
 
 
 def client(d: Dashboard, token: str | None = TOKEN) -> httpx.Client:
@@ -155,7 +170,8 @@ def test_list_filters(dashboard: Dashboard) -> None:
         assert c.get("/dashboard/", params={"state": "bogus"}).status_code == 400
 
 
-def test_experiment_page_shows_the_table_and_both_answers(dashboard: Dashboard) -> None:
+def test_experiment_page_shows_the_table_and_both_answers(any_dashboard: Dashboard) -> None:
+    dashboard = any_dashboard
     with client(dashboard) as c:
         page = c.get("/dashboard/experiments/exp-pr-7").text
     assert "| criterion |" not in page and "<table" in page and "accuracy" in page
@@ -193,9 +209,9 @@ def test_the_cells_download_is_one_row_per_run_and_criterion(dashboard: Dashboar
     assert missing.status_code == 404
 
 
-def test_transcripts_are_streamed_whole(dashboard: Dashboard) -> None:
+def test_transcripts_are_streamed_whole(any_dashboard: Dashboard) -> None:
     with (
-        client(dashboard) as c,
+        client(any_dashboard) as c,
         c.stream("GET", "/dashboard/runs/exp-pr-7/case-01/pr/0/transcript") as response,
     ):
         assert response.status_code == 200

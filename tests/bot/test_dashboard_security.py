@@ -23,6 +23,7 @@ from tests.bot.conftest import AppServer
 from tests.bot.test_dashboard import TOKEN, Dashboard, dashboard, populate  # noqa: F401
 from tests.bot.test_dashboard_browser import page  # noqa: F401 (fixture)
 from tests.fakes.launcher import FakeLauncher
+from workflows.blobs import open_blob_store
 from workflows.settings import Settings
 from workflows.store import Store
 
@@ -34,7 +35,7 @@ PAGES = ["/dashboard/", "/dashboard/experiments/exp-pr-7", "/dashboard/datasets/
 def production(bot_settings: Settings, store: Store, tmp_path: Path) -> Iterator[str]:
     """The dashboard with default (production) cookie settings."""
     settings = bot_settings.with_changes(dashboard={"token": SecretStr(TOKEN)})
-    populate(store, tmp_path / "blobs")
+    populate(store, open_blob_store(settings))
     clients = GitHubClients(settings, options=ClientOptions.fast())
     with AppServer(create_app(settings, FakeLauncher(), store, github=clients)) as server:
         yield server.url

@@ -28,6 +28,7 @@ from tests.fakes.github_server import FakeGitHub
 from tests.fakes.launcher import FakeLauncher
 from tests.support.agent_repo import TINY_CATALOG
 from tests.support.temporal import engine_settings_for
+from workflows.blobs import open_blob_store
 from workflows.catalog.labels import SECRET_GROUPS_ALLOWED
 from workflows.catalog.models import ExperimentSpec
 from workflows.engine.devserver import DevServer
@@ -103,7 +104,8 @@ async def run(settings: Settings, spec: ExperimentSpec) -> list[str]:
             await engine_client.wait_for(active.client, spec.experiment_id)
         runs = store.list_runs(spec.experiment_id)
         comment = comment_body(spec, render_markdown(build_report(spec, runs)))
-        return [answer_of(r).strip() for r in runs] + [comment]
+        blobs = open_blob_store(settings)
+        return [answer_of(blobs, r).strip() for r in runs] + [comment]
     finally:
         store.close()
 

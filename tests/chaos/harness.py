@@ -276,20 +276,20 @@ async def executions_per_cell(
         await asyncio.sleep(0.5)
 
 
-def misclassified(runs: list[RunResult]) -> list[str]:
+def misclassified(runs: list[RunResult], blob_dir: Path) -> list[str]:
     """Cells whose status is not the one the agent earned, or whose score or outputs are wrong."""
     wrong = []
     for run in runs:
         expected = expected_status(run.run_id)
         if run.status is not expected:
             wrong.append(f"{run.run_id}: {run.status} ({run.error}), expected {expected}")
-        elif run.status is RunStatus.SCORED and not _scored_right(run):
+        elif run.status is RunStatus.SCORED and not _scored_right(run, blob_dir):
             wrong.append(f"{run.run_id}: score {run.score} or its outputs are wrong")
     return wrong
 
 
-def _scored_right(run: RunResult) -> bool:
-    answer = Path(run.outputs_ref) / "out" / "answer.md"
+def _scored_right(run: RunResult, blob_dir: Path) -> bool:
+    answer = blob_dir / run.outputs_ref / "out" / "answer.md"  # a key in the local blob store
     head = run.arm == HEAD_ARM
     return (
         answer.is_file()
@@ -320,6 +320,7 @@ async def outcome(
     *,
     completed: bool,
     snapshot: HostSnapshot,
+    blob_dir: Path,
 ) -> Outcome:
     """The checks every fault test ends with. Duplicates are counted where they happen, not in
     the store (whose key keeps one row per cell whatever happened): cells whose run workflow was
@@ -343,7 +344,7 @@ async def outcome(
         duplicate_detail=f"{twice_started} workflows started twice, {twice_completed} results "
         f"produced twice in Temporal history, {created.comments} comments and "
         f"{created.check_runs} check runs created on GitHub",
-        misclassified=misclassified(runs),
+        misclassified=misclassified(runs, blob_dir),
         completed=completed,
         comment_ok=[c["body"] for c in comments] == [expected_comment(spec, runs)],
         check_run_ok=[c["status"] for c in checks] == ["completed"],

@@ -133,7 +133,14 @@ async def test_github_outage_for_a_minute(
     assert record_ is not None
     spec = record_.spec
     result = await outcome(
-        client, store, flaky, spec, (REPO, PR), completed=completed, snapshot=snapshot
+        client,
+        store,
+        flaky,
+        spec,
+        (REPO, PR),
+        completed=completed,
+        snapshot=snapshot,
+        blob_dir=settings.blob_dir,
     )
     result.orphaned = left
     comments = bot_comments(flaky)

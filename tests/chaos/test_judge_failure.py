@@ -138,7 +138,14 @@ async def test_judge_outage_is_absorbed(
     finally:
         snapshot, left = await finish(worker, settings, spec.experiment_id)
     result = await outcome(
-        client, store, github, spec, (REPO, PR), completed=completed, snapshot=snapshot
+        client,
+        store,
+        github,
+        spec,
+        (REPO, PR),
+        completed=completed,
+        snapshot=snapshot,
+        blob_dir=settings.blob_dir,
     )
     result.orphaned = left
     scored = [r for r in store.list_runs(spec.experiment_id) if r.status is RunStatus.SCORED]

@@ -111,7 +111,14 @@ async def test_postgres_restarted_while_results_are_stored(
     finally:
         snapshot, left = await finish(worker, settings, spec.experiment_id)
     result = await outcome(
-        client, store, github, spec, (REPO, PR), completed=completed, snapshot=snapshot
+        client,
+        store,
+        github,
+        spec,
+        (REPO, PR),
+        completed=completed,
+        snapshot=snapshot,
+        blob_dir=settings.blob_dir,
     )
     result.orphaned = left
     store.close()

@@ -64,7 +64,14 @@ async def test_temporal_server_killed_and_restarted(
         completed = True
         snapshot = snapshot_host(settings, spec.experiment_id)  # before any clean-up
         result = await outcome(
-            client, store, github, spec, (REPO, PR), completed=completed, snapshot=snapshot
+            client,
+            store,
+            github,
+            spec,
+            (REPO, PR),
+            completed=completed,
+            snapshot=snapshot,
+            blob_dir=settings.blob_dir,
         )
     finally:
         worker.kill()

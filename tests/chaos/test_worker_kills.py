@@ -58,7 +58,14 @@ async def test_worker_sigkilled_five_times(
         snapshot, left = await finish(worker, settings, spec.experiment_id)
 
     result = await outcome(
-        client, store, github, spec, (REPO, PR), completed=completed, snapshot=snapshot
+        client,
+        store,
+        github,
+        spec,
+        (REPO, PR),
+        completed=completed,
+        snapshot=snapshot,
+        blob_dir=settings.blob_dir,
     )
     # A worker killed mid-provision can leave a sandbox no teardown names (the retried provision
     # makes another): those, their uid claims and cgroups are tolerated, counted and bounded; a

@@ -16,6 +16,7 @@ from bot.commands.regrade import regrade_command
 from tests.conftest import FIXTURES
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.support.experiments import make_spec, scored_run
+from workflows.blobs import open_blob_store
 from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine.catalog_cache import CatalogCache
 from workflows.engine.grading import CaseGrader
@@ -54,7 +55,7 @@ def stored(
             "criteria": criteria,
             "score": weighted_score(criteria) if criteria else None,
             "status": status,
-            "outputs_ref": f"/blobs/{run.run_id}",
+            "outputs_ref": run.run_id,
         }
     )
 
@@ -168,8 +169,10 @@ def server() -> Iterator[FakeOpenAI]:
     fake.stop()
 
 
-@pytest.fixture
-def env(tmp_path: Path, server: FakeOpenAI) -> Settings:
+@pytest.fixture(params=["local", "s3"])
+def env(request: pytest.FixtureRequest, tmp_path: Path, server: FakeOpenAI) -> Settings:
+    """The regrade's settings; the runs' outputs in the local blob folder or an S3 bucket."""
+    blobs = request.getfixturevalue("s3_bucket") if request.param == "s3" else {}
     catalog = tmp_path / "catalog"
     shutil.copytree(FIXTURES / "catalog", catalog)
     case = catalog / "datasets" / "tiny" / "cases" / "sale-plans" / "case.toml"
@@ -183,6 +186,7 @@ def env(tmp_path: Path, server: FakeOpenAI) -> Settings:
             "rate_per_s": 0,
             "concurrency": 2,
         },
+        **blobs,
     )
 
 
@@ -210,8 +214,9 @@ def experiment(settings: Settings, store: Store) -> tuple[ExperimentSpec, list[R
     case = catalog.case("tiny", "sale-plans")
     world = catalog.world(case.world)
     runs = []
+    blobs = open_blob_store(settings)
     for cell in spec.cells():
-        outputs = settings.blob_dir / cell.run_id
+        outputs = blobs.staging(cell.run_id)
         (outputs / "out").mkdir(parents=True)
         # distinct per trial, so each judged answer is one judge call whatever the thread timing
         # (identical answers share a cache key and would race for it)
@@ -224,7 +229,7 @@ def experiment(settings: Settings, store: Store) -> tuple[ExperimentSpec, list[R
             trial=cell.trial,
             seed=cell.seed,
             status=RunStatus.SCORED,
-            outputs_ref=str(outputs),
+            outputs_ref=blobs.commit(cell.run_id, outputs),
         )
         if (cell.arm, cell.trial) == ("main", 1):
             run = run.model_copy(
@@ -233,7 +238,8 @@ def experiment(settings: Settings, store: Store) -> tuple[ExperimentSpec, list[R
         elif (cell.arm, cell.trial) == ("pr", 1):
             run = run.model_copy(update={"status": RunStatus.TIMEOUT, "error": "slow"})
         else:
-            criteria = tuple(CaseGrader(None)(case, outputs, world))  # no judge yet: not judged
+            with blobs.local_copy(run.outputs_ref) as folder:  # no judge yet: not judged
+                criteria = tuple(CaseGrader(None)(case, folder, world))
             run = run.model_copy(update={"criteria": criteria, "score": weighted_score(criteria)})
         store.save_run(run)
         runs.append(run)

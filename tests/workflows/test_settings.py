@@ -20,6 +20,14 @@ ENVIRONMENT: list[tuple[str, str, str, Any]] = [
     ("EVALBOT_DATA_DIR", "data_dir", "/srv/evalbot", Path("/srv/evalbot")),
     ("EVALBOT_CATALOG_ROOT", "catalog_root", "/srv/catalog", Path("/srv/catalog")),
     ("EVALBOT_DATABASE_URL", "store.database_url", "postgresql://u@h/db", "postgresql://u@h/db"),
+    ("EVALBOT_BLOB_URL", "store.blob_url", "s3://bucket/evalbot", "s3://bucket/evalbot"),
+    (
+        "EVALBOT_BLOB_ENDPOINT_URL",
+        "store.blob_endpoint_url",
+        "http://minio:9000",
+        "http://minio:9000",
+    ),
+    ("EVALBOT_BLOB_REGION", "store.blob_region", "eu-west-1", "eu-west-1"),
     ("EVALBOT_TEMPORAL_ADDRESS", "temporal.address", "temporal:7233", "temporal:7233"),
     ("EVALBOT_TEMPORAL_NAMESPACE", "temporal.namespace", "evals", "evals"),
     ("EVALBOT_RUN_TASK_QUEUE", "temporal.run_task_queue", "q-runs", "q-runs"),
@@ -133,7 +141,7 @@ def test_the_table_covers_every_setting_and_every_flat_variable() -> None:
     """A setting added without a row here, or a row for a setting that went, fails."""
     paths = [path for path, _, _ in setting_fields()]
     assert sorted(paths) == sorted(path for _, path, _, _ in ENVIRONMENT)
-    assert len({name for name, _, _, _ in ENVIRONMENT}) == len(ENVIRONMENT) == 89
+    assert len({name for name, _, _, _ in ENVIRONMENT}) == len(ENVIRONMENT) == 92
 
 
 @pytest.mark.parametrize(("variable", "path", "raw", "expected"), ENVIRONMENT)

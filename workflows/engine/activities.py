@@ -21,7 +21,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from workflows import __version__, faults
-from workflows.blobs import LocalBlobStore
+from workflows.blobs import BlobStore, open_blob_store
 from workflows.catalog.catalog_errors import CatalogError
 from workflows.catalog.hashing import tree_hashes
 from workflows.catalog.models import Case, ExperimentSpec, World
@@ -126,6 +126,7 @@ class RunActivities:
         *,
         catalog: CatalogCache | None = None,
         secrets: SecretResolver | None = None,
+        blobs: BlobStore | None = None,
     ) -> None:
         self.settings = settings
         self.provider = provider
@@ -133,7 +134,7 @@ class RunActivities:
         self.grader = grader
         self.catalog = catalog or CatalogCache(Path(settings.catalog_root))
         self.secrets = secrets
-        self.blobs = LocalBlobStore(settings.blob_dir)
+        self.blobs = blobs or open_blob_store(settings)
         self._image_locks: dict[str, asyncio.Lock] = {}
         # collect and score as local activities share the runs worker: bound them as their own
         # workers would (a regular activity already holds one of its worker's slots)
@@ -322,9 +323,9 @@ class RunActivities:
             collected = await collect_outputs(sandbox, staging, originals)
             redactor = Redactor.from_settings(self.settings)  # no secret value reaches a blob
             await asyncio.to_thread(redactor.redact_tree, staging)
-        final = await asyncio.to_thread(self.blobs.commit, job.run_id, staging)
+        key = await asyncio.to_thread(self.blobs.commit, job.run_id, staging)
         return CollectResult(
-            outputs_ref=str(final),
+            outputs_ref=key,  # a key in the blob store, never a host path
             usage=collected.usage,
             has_answer=collected.has_answer,
             notes=collected.notes,
@@ -387,9 +388,7 @@ class RunActivities:
         case = self.catalog.case(job.run.dataset, job.run.cell.case_id)
         world = self.catalog.world(case.world)
         try:
-            scores = await asyncio.to_thread(
-                self.grader, case, Path(job.collect.outputs_ref), world
-            )
+            scores = await asyncio.to_thread(self._grade_key, case, job.collect.outputs_ref, world)
         except JudgeUnavailable as error:  # the judge could not answer: regrade later
             return (), RunStatus.JUDGE_ERROR, f"judge unavailable: {error}"
         except RubricError as error:  # the rubric cannot be applied: fix it, then regrade
@@ -397,6 +396,11 @@ class RunActivities:
         except Exception as error:  # a grader that cannot grade is never a zero for the agent
             return (), RunStatus.JUDGE_ERROR, f"grading failed: {error}"
         return tuple(scores), RunStatus.SCORED, ""
+
+    def _grade_key(self, case: Case, key: str, world: World) -> list[CriterionScore]:
+        """Grade the outputs under `key`, on a local copy of them while grading lasts."""
+        with self.blobs.local_copy(key) as outputs:
+            return self.grader(case, outputs, world)
 
     def _result(
         self, run: RunInput, provision: ProvisionResult | None, status: RunStatus, error: str

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows.blobs import BlobStore, BlobStoreError
 from workflows.catalog.catalog_errors import UnknownNameError
 from workflows.catalog.models import Case, ExperimentSpec, Rubric, World
 from workflows.engine.catalog_cache import CatalogCache
@@ -30,7 +31,14 @@ GradeRun = Callable[[RunResult, frozenset[str] | None], list[CriterionScore]]
 # (case, outputs folder, world) -> scores: workflows.engine.grading.CaseGrader
 GradeCase = Callable[[Case, Path, World], list[CriterionScore]]
 REGRADABLE = frozenset({RunStatus.SCORED, RunStatus.JUDGE_ERROR})
-GRADING_ERRORS = (JudgeUnavailable, RubricError, OutputsLayoutError, UnknownNameError, OSError)
+GRADING_ERRORS = (
+    JudgeUnavailable,
+    RubricError,
+    OutputsLayoutError,
+    UnknownNameError,
+    OSError,
+    BlobStoreError,
+)
 
 
 class Model(BaseModel):
@@ -185,9 +193,11 @@ def _find(run: RunResult, name: str) -> CriterionScore | None:
     return next((c for c in run.criteria if c.name == name), None)
 
 
-def catalog_grader(catalog: CatalogCache, dataset: str, grade_case: GradeCase) -> GradeRun:
+def catalog_grader(
+    catalog: CatalogCache, dataset: str, grade_case: GradeCase, blobs: BlobStore
+) -> GradeRun:
     """A GradeRun over the current catalog: the case's rubric now (restricted to the asked
-    criteria), its world, and the run's stored outputs folder."""
+    criteria), its world, and the run's stored outputs (a key in `blobs`, read on any host)."""
 
     def grade(run: RunResult, only: frozenset[str] | None) -> list[CriterionScore]:
         case = catalog.case(dataset, run.case_id)
@@ -196,7 +206,8 @@ def catalog_grader(catalog: CatalogCache, dataset: str, grade_case: GradeCase) -
             if not chosen:
                 return []
             case = case.model_copy(update={"rubric": Rubric(criteria=chosen)})
-        return grade_case(case, Path(run.outputs_ref), catalog.world(case.world))
+        with blobs.local_copy(run.outputs_ref) as outputs:
+            return grade_case(case, outputs, catalog.world(case.world))
 
     return grade
 

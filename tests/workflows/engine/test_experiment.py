@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -138,7 +137,7 @@ async def test_a_run_never_sees_another_runs_world_changes(
     store, spec = await run_tiny(engine_settings, agent_repo, trials=3, cases=["consent-draft"])
 
     for run in store.list_runs(spec.experiment_id):
-        outputs = Path(run.outputs_ref)
+        outputs = engine_settings.blob_dir / run.outputs_ref  # a key in the local blob store
         changed = sorted(
             p.relative_to(outputs / "world_changes").as_posix()
             for p in (outputs / "world_changes").rglob("*")

@@ -142,7 +142,9 @@ async def test_hostile_cells_are_classified_and_contained(
     blobs = all_text_under(engine_settings.blob_dir)
     assert MARKER not in blobs  # neither the host's environment nor its files reached a run
     for run in (r for r in runs if r.arm == "network"):
-        attempts = json.loads((Path(run.outputs_ref) / "out" / "result.json").read_text())
+        attempts = json.loads(
+            (engine_settings.blob_dir / run.outputs_ref / "out" / "result.json").read_text()
+        )
         assert attempts and all(v.startswith("failed") for v in attempts.values()), attempts
     assert await no_processes_left(spec.experiment_id) == []  # nothing of its sandboxes runs on
     images = engine_settings.image_dir

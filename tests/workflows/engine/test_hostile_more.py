@@ -109,9 +109,11 @@ async def probe_sink(port: int, sink: DnsSink, tcp_hits: list[bytes]) -> None:
 class Run:
     """One cell's stored result and what was collected from it."""
 
-    def __init__(self, result: RunResult) -> None:
+    def __init__(self, result: RunResult, blob_dir: Path) -> None:
         self.result = result
-        self.out = Path(result.outputs_ref) / "out" if result.outputs_ref else Path("/nonexistent")
+        # outputs_ref is a key in the local blob store (settings.blob_dir)
+        self.folder = blob_dir / result.outputs_ref if result.outputs_ref else Path("/nonexistent")
+        self.out = self.folder / "out"
 
     def observed(self) -> Any:
         path = self.out / "result.json"
@@ -186,7 +188,7 @@ async def test_more_hostile_agents_are_classified_and_contained(
 
     results = store.list_runs(spec.experiment_id)
     assert sorted(r.run_id for r in results) == sorted(c.run_id for c in spec.cells())
-    runs = {r.arm.replace("-", "_"): Run(r) for r in results}
+    runs = {r.arm.replace("-", "_"): Run(r, settings.blob_dir) for r in results}
     checks: dict[str, Callable[[], list[str]]] = {
         "out_symlinks": lambda: symlinks_not_followed(runs["out_symlinks"]),
         "out_hardlinks": lambda: hard_links_refused(runs["out_hardlinks"], settings),
@@ -280,7 +282,7 @@ def nothing_seen(snoop: Run, victim: Run, secret: str) -> list[str]:
 
 
 def victim_intact(victim: Run, secret: str) -> list[str]:
-    world_copy = Path(victim.result.outputs_ref) / "world_changes" / "victim.txt"
+    world_copy = victim.folder / "world_changes" / "victim.txt"
     problems = []
     if (victim.out / "victim.txt").read_text() != secret:
         problems.append("its /out was changed")
@@ -322,7 +324,7 @@ def no_privilege_gained(run: Run) -> list[str]:
     if seen.get("euid") == 0:
         problems.append("the agent ran as root")
     special = stat.S_ISUID | stat.S_ISGID
-    modes = [p for p in Path(run.result.outputs_ref).rglob("*") if p.stat().st_mode & special]
+    modes = [p for p in run.folder.rglob("*") if p.stat().st_mode & special]
     if modes:
         problems.append(f"setuid/setgid files in the blob store: {modes}")
     return problems

@@ -145,7 +145,7 @@ async def test_the_score_stage_tells_judge_errors_from_rubric_errors(
     stage = RunActivities(settings, provider=None, store=None, grader=grader)  # type: ignore[arg-type]
     job = SimpleNamespace(
         run=SimpleNamespace(dataset="tiny", cell=SimpleNamespace(case_id="sale-plans")),
-        collect=SimpleNamespace(outputs_ref=str(tmp_path)),
+        collect=SimpleNamespace(outputs_ref="exp/sale-plans/arm/0"),
     )
     criteria, status, message = await stage._grade(job)  # type: ignore[arg-type]
     assert (criteria, status) == ((), RunStatus.JUDGE_ERROR)

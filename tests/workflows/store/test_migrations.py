@@ -69,6 +69,27 @@ def test_runs_stored_before_0006_read_without_a_provision_time(store: Store) -> 
     assert store.get_run(make_result().run_id) == make_result(provision_s=None)
 
 
+def test_0007_turns_stored_host_paths_into_blob_keys(store: Store) -> None:
+    """Runs stored with the worker's folder as outputs_ref read back with their key; keys and
+    empty refs are left as they are."""
+    store.save_experiment(make_spec())
+    on_host = make_result(trial=0, outputs_ref="/srv/evalbot/blobs/exp-1/contract-1/main/0")
+    keyed = make_result(trial=1, outputs_ref="exp-1/contract-1/main/1")
+    empty = make_result(trial=2, outputs_ref="")
+    for run in (on_host, keyed, empty):
+        store.save_run(run)
+    with store._engine.begin() as connection:
+        command.downgrade(schema.alembic_config(connection), "0006")
+    store.migrate()
+    with store._engine.connect() as connection:
+        refs = dict(connection.execute(select(runs.c.run_id, runs.c.outputs_ref)).all())
+    assert refs == {
+        on_host.run_id: "exp-1/contract-1/main/0",
+        keyed.run_id: "exp-1/contract-1/main/1",
+        empty.run_id: "",
+    }
+
+
 @pytest.mark.parametrize("target", ["0005", "0004", "0003", "0002", "0001"])
 def test_downgrades_keep_runs_and_their_criterion_scores(store: Store, target: str) -> None:
     """A downgrade that only drops columns keeps the rows: on SQLite a batch-mode rebuild of
