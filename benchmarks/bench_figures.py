@@ -1,0 +1,82 @@
+"""Figures shared by the Modal benchmarks (benchmarks/modal.py, benchmarks/reset.py --provider
+modal): percentiles, the check that the server's counts and the client's agree, the ratio of
+paired timings, and where a run happened (date, machine, commit) for benchmarks/RESULTS.md."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The server's count -> the client's (AdmissionStats) count of the same events.
+AGREEING = {"created": "created", "refused": "rate_limited"}
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank q-th percentile (q in 0..100); NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def disagreements(server: Mapping[str, Any], client: Mapping[str, Any]) -> list[str]:
+    """Each count the server and the client both keep, where they differ: one phrase each.
+
+    The server counts sandboxes it created and creations it refused (RESOURCE_EXHAUSTED); the
+    provider's admission counts the creations that came back and the refusals it saw. The SDK
+    does not retry a refused Sandbox.create, so every refusal reaches the client once."""
+    return [
+        f"{name}: server {server[name]}, client {client[theirs]}"
+        for name, theirs in AGREEING.items()
+        if server[name] != client[theirs]
+    ]
+
+
+def paired_ratios(slow: list[float], fast: list[float]) -> tuple[float, float, float]:
+    """The median of slow/fast over pairs run back to back (same load), and its range."""
+    if not slow or len(slow) != len(fast):
+        raise ValueError(f"need as many fast timings as slow ones, got {len(slow)} and {len(fast)}")
+    if min(fast) <= 0:
+        raise ValueError(f"a timing of {min(fast)} s cannot divide: every timing must be positive")
+    ratios = [s / f for s, f in zip(slow, fast, strict=True)]
+    return statistics.median(ratios), min(ratios), max(ratios)
+
+
+def commit() -> str:
+    """The short commit of the working tree, `+dirty` if it has changes."""
+    sha = git("rev-parse", "--short", "HEAD") or "unknown"
+    return sha + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def git(*args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False
+    )
+    return done.stdout.strip()
+
+
+def machine() -> str:
+    """`2-core x86_64 VM (CPU model), 24 GB, load avg 3.1`: the figures depend on all of it."""
+    model = "unknown CPU"
+    with open("/proc/cpuinfo") as handle:
+        for line in handle:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+    return (
+        f"{os.cpu_count()}-core {platform.machine()} ({model}), {memory_gb:.0f} GB, "
+        f"load avg {os.getloadavg()[0]:.1f}"
+    )
+
+
+def stamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
