@@ -40,7 +40,11 @@ def create_app(
     app.state.store = spend if spend is not None else Store.from_settings(settings)
     app.include_router(
         webhook_api(
-            secret, settings.github.max_body_bytes, build_router(), service, DeliveryGate(store)
+            secret,
+            settings.github.max_body_bytes,
+            build_router(),
+            service,
+            DeliveryGate(store, settings.github.delivery_lease_s),
         )
     )
 

@@ -326,6 +326,12 @@ class GitHubSettings(_Group):
         validation_alias="EVALBOT_MAX_BODY_BYTES",
         description="Largest webhook body accepted (413 above).",
     )
+    delivery_lease_s: float = Field(
+        300.0,
+        gt=0,
+        description="How long a web process's claim on a webhook delivery lasts: a redelivery "
+        "of a delivery whose process died mid-handling runs once it expires (docs/github-bot.md).",
+    )
     arm_config_keys: str = Field(
         "model,mode,reasoning,temperature,top_k",
         description="Comma-separated config keys a /eval comment may set (--set, --arm); keys "

@@ -76,11 +76,13 @@ async def _dispatch(
     try:
         outcomes = await Router.run(handlers, event, service)
     except PayloadError as error:
+        await gate.finish(event.delivery_id)  # a redelivery carries the same bad payload
         return _error(400, str(error))
     except Exception as error:
-        gate.release(event.delivery_id)
         log.exception("delivery %s (%s) failed", event.delivery_id, event.name)
+        await gate.release(event.delivery_id)
         return _error(503, f"handling failed ({type(error).__name__}); redeliver to retry")
+    await gate.finish(event.delivery_id)
     return JSONResponse(_summary(event, outcomes))
 
 
