@@ -140,5 +140,6 @@ async def session(
         ) as active:
             yield active
     finally:
+        provider.close()
         if judge is not None:
             judge.close()
