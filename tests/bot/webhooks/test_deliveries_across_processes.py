@@ -133,7 +133,8 @@ async def test_a_failed_delivery_redelivered_to_another_process_runs_exactly_onc
         failed = Sender(client).deliver("issue_comment", payload, delivery="outage-1")
     assert failed.status_code == 503, failed.text
     github.recover()
-    assert bot_replies(github) == []
+    comment_id = payload["comment"]["id"]
+    assert github.reactions_on(comment_id) == []
     with httpx.Client(base_url=second.url, timeout=60) as client:
         redelivered = Sender(client).deliver("issue_comment", payload, delivery="outage-1")
     assert redelivered.status_code == 200 and redelivered.json()["action"] == "started"
@@ -141,5 +142,6 @@ async def test_a_failed_delivery_redelivered_to_another_process_runs_exactly_onc
         with httpx.Client(base_url=process.url, timeout=60) as client:
             again = Sender(client).deliver("issue_comment", payload, delivery="outage-1")
         assert again.json() == {"action": "duplicate", "delivery": "outage-1"}
-    assert len(bot_replies(github)) == 1
+    assert github.reactions_on(comment_id) == ["rocket"]  # acknowledged once, by one process
+    assert bot_replies(github) == []
     assert await workflows_started(serve_env) == [EXPERIMENT]
