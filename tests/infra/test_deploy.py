@@ -113,8 +113,8 @@ def test_dockerfiles_parse_and_run_existing_commands() -> None:
     assert entry[:3] == ["/usr/bin/tini", "--", "evalbot"] and " tini " in worker
     check_evalbot_argv(entry[3:] + _dockerfile_exec(worker, "CMD"))
     # the local provider (the default) needs root; an unprivileged user is a build argument
-    assert re.search(r"^ARG EVALBOT_USER=root$", worker, re.M)
-    assert re.search(r"^USER \$\{EVALBOT_USER\}$", worker, re.M)
+    assert re.search(r"^ARG WORKER_USER=root$", worker, re.M)
+    assert re.search(r"^USER \$\{WORKER_USER\}$", worker, re.M)
 
 
 def test_every_compose_command_exists() -> None:

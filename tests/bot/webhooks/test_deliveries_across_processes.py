@@ -109,16 +109,18 @@ def two_processes(serve_env: dict[str, str], tmp_path: Path) -> Iterator[list[Se
             process.stop()
 
 
-async def workflows_started(serve_env: dict[str, str]) -> list[str]:
-    """The experiments started on the test's task queue (visibility lags: wait a little)."""
+async def experiments_started(serve_env: dict[str, str]) -> list[str]:
+    """The experiment workflows started on this test's task queue (the Temporal server is shared
+    by the session; visibility lags a little)."""
     client = await connect(Settings(), serve_env["EVALBOT_TEMPORAL_ADDRESS"])
-    query = f'TaskQueue = "{serve_env["EVALBOT_TEMPORAL_RUN_TASK_QUEUE"]}"'
+    queue = serve_env["EVALBOT_TEMPORAL_RUN_TASK_QUEUE"]
     found: list[str] = []
-    for _ in range(20):
-        found = [w.id async for w in client.list_workflows(query)]
+    for _ in range(50):
+        listed = [w async for w in client.list_workflows(f'WorkflowId = "{EXPERIMENT}"')]
+        found = [w.id for w in listed if w.task_queue == queue]
         if found:
             break
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.2)
     return found
 
 
@@ -144,4 +146,4 @@ async def test_a_failed_delivery_redelivered_to_another_process_runs_exactly_onc
         assert again.json() == {"action": "duplicate", "delivery": "outage-1"}
     assert github.reactions_on(comment_id) == ["rocket"]  # acknowledged once, by one process
     assert bot_replies(github) == []
-    assert await workflows_started(serve_env) == [EXPERIMENT]
+    assert await experiments_started(serve_env) == [EXPERIMENT]
