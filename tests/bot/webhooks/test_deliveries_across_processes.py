@@ -4,7 +4,6 @@ other process runs the `/eval` exactly once, and a third attempt is a duplicate 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -16,10 +15,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from temporalio.service import RPCError
 
 from tests.bot.conftest import Sender, free_port
-from tests.bot.payloads import NUMBER, SECRET
-from tests.bot.webhooks.test_comments import EXPERIMENT, bot_replies, comment
+from tests.bot.payloads import NUMBER, REPO, SECRET, pull_json
+from tests.bot.webhooks.test_comments import bot_replies, comment
 from tests.conftest import FIXTURES
 from tests.fakes.github_server import FakeGitHub
 from workflows.engine.devserver import DevServer
@@ -109,19 +109,14 @@ def two_processes(serve_env: dict[str, str], tmp_path: Path) -> Iterator[list[Se
             process.stop()
 
 
-async def experiments_started(serve_env: dict[str, str]) -> list[str]:
-    """The experiment workflows started on this test's task queue (the Temporal server is shared
-    by the session; visibility lags a little)."""
+async def experiment_queue(serve_env: dict[str, str], experiment_id: str) -> str | None:
+    """The task queue of the experiment workflow with this id, None when none was started."""
     client = await connect(Settings(), serve_env["EVALBOT_TEMPORAL_ADDRESS"])
-    queue = serve_env["EVALBOT_TEMPORAL_RUN_TASK_QUEUE"]
-    found: list[str] = []
-    for _ in range(50):
-        listed = [w async for w in client.list_workflows(f'WorkflowId = "{EXPERIMENT}"')]
-        found = [w.id for w in listed if w.task_queue == queue]
-        if found:
-            break
-        await asyncio.sleep(0.2)
-    return found
+    try:
+        description = await client.get_workflow_handle(experiment_id).describe()
+    except RPCError:
+        return None
+    return description.task_queue
 
 
 @pytest.mark.timeout(600)
@@ -129,6 +124,9 @@ async def test_a_failed_delivery_redelivered_to_another_process_runs_exactly_onc
     two_processes: list[ServeProcess], github: FakeGitHub, serve_env: dict[str, str]
 ) -> None:
     first, second = two_processes
+    head = uuid.uuid4().hex + uuid.uuid4().hex[:8]  # an experiment id of this test's own
+    github.add_pull(pull_json(head_sha=head))
+    experiment = f"gh/{REPO}/pr{NUMBER}/tiny/{head[:12]}"
     payload = comment(github, "/eval tiny")
     github.fail("GET", rf"/pulls/{NUMBER}$", status=502, times=1000)  # down, retries and all
     with httpx.Client(base_url=first.url, timeout=60) as client:
@@ -146,4 +144,6 @@ async def test_a_failed_delivery_redelivered_to_another_process_runs_exactly_onc
         assert again.json() == {"action": "duplicate", "delivery": "outage-1"}
     assert github.reactions_on(comment_id) == ["rocket"]  # acknowledged once, by one process
     assert bot_replies(github) == []
-    assert await experiments_started(serve_env) == [EXPERIMENT]
+    assert redelivered.json()["experiments"] == [experiment]
+    queue = serve_env["EVALBOT_TEMPORAL_RUN_TASK_QUEUE"]
+    assert await experiment_queue(serve_env, experiment) == queue  # started, on Temporal
