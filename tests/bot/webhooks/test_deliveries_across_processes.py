@@ -90,10 +90,10 @@ def serve_env(
         "EVALBOT_GITHUB_APP_ID": str(github.app_id),
         "EVALBOT_GITHUB_PRIVATE_KEY": github.app_private_key,
         "EVALBOT_TEMPORAL_ADDRESS": temporal_server.address,
-        "EVALBOT_TEMPORAL_RUN_TASK_QUEUE": f"runs-{suffix}",
-        "EVALBOT_TEMPORAL_COLLECT_TASK_QUEUE": f"collect-{suffix}",
-        "EVALBOT_TEMPORAL_SCORE_TASK_QUEUE": f"score-{suffix}",
-        "EVALBOT_TEMPORAL_PROVISION_TASK_QUEUE": f"provision-{suffix}",
+        "EVALBOT_RUN_TASK_QUEUE": f"runs-{suffix}",
+        "EVALBOT_COLLECT_TASK_QUEUE": f"collect-{suffix}",
+        "EVALBOT_SCORE_TASK_QUEUE": f"score-{suffix}",
+        "EVALBOT_PROVISION_TASK_QUEUE": f"provision-{suffix}",
     }
 
 
@@ -145,5 +145,5 @@ async def test_a_failed_delivery_redelivered_to_another_process_runs_exactly_onc
     assert github.reactions_on(comment_id) == ["rocket"]  # acknowledged once, by one process
     assert bot_replies(github) == []
     assert redelivered.json()["experiments"] == [experiment]
-    queue = serve_env["EVALBOT_TEMPORAL_RUN_TASK_QUEUE"]
+    queue = serve_env["EVALBOT_RUN_TASK_QUEUE"]
     assert await experiment_queue(serve_env, experiment) == queue  # started, on Temporal
