@@ -42,7 +42,11 @@ def create_app(
     app.state.blobs = open_blob_store(settings)  # run outputs by key (docs/store.md, "Blobs")
     app.include_router(
         webhook_api(
-            secret, settings.github.max_body_bytes, build_router(), service, DeliveryGate(store)
+            secret,
+            settings.github.max_body_bytes,
+            build_router(),
+            service,
+            DeliveryGate(store, settings.github.delivery_lease_s),
         )
     )
 

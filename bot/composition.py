@@ -145,5 +145,6 @@ async def session(
         ) as active:
             yield active
     finally:
+        provider.close()
         if judge is not None:
             judge.close()

@@ -99,6 +99,14 @@ class TemporalSettings(_Group):
         validation_alias="EVALBOT_HEARTBEAT_TIMEOUT_S",
         description="A stage whose worker stops heartbeating this long is retried elsewhere.",
     )
+    graceful_shutdown_s: float = Field(
+        30.0,
+        ge=0,
+        validation_alias="EVALBOT_GRACEFUL_SHUTDOWN_S",
+        description="On SIGTERM or SIGINT, how long `evalbot worker` and `evalbot serve` let "
+        "in-flight activities and requests finish before cancelling them (a cancelled stage is "
+        "retried by another worker); then they stop their children and exit 0 (docs/deploy.md).",
+    )
     workflow_sandbox: bool = Field(
         False,
         validation_alias="EVALBOT_WORKFLOW_SANDBOX",
@@ -341,6 +349,12 @@ class GitHubSettings(_Group):
         gt=0,
         validation_alias="EVALBOT_MAX_BODY_BYTES",
         description="Largest webhook body accepted (413 above).",
+    )
+    delivery_lease_s: float = Field(
+        300.0,
+        gt=0,
+        description="How long a web process's claim on a webhook delivery lasts: a redelivery "
+        "of a delivery whose process died mid-handling runs once it expires (docs/github-bot.md).",
     )
     arm_config_keys: str = Field(
         "model,mode,reasoning,temperature,top_k",

@@ -15,7 +15,7 @@ from typing import Any
 import click
 import uvicorn
 
-from bot import actions, composition
+from bot import actions, composition, stopping
 from bot.app import build_service, create_app, webhook_secret
 from bot.commands.errors import CommandError, command_errors
 from bot.github.github_auth import GitHubConfigError
@@ -61,7 +61,7 @@ def serve_command(settings: Settings, host: str, port: int, workers: bool, proce
         )
     store = composition.open_store(settings)  # migrates the database once, before any process
     if processes > 1:
-        _serve_processes(host, port, processes)
+        _serve_processes(settings, host, port, processes)
         return
     try:
         asyncio.run(_serve(settings, store, clients, host, port, workers))
@@ -69,7 +69,7 @@ def serve_command(settings: Settings, host: str, port: int, workers: bool, proce
         sys.exit(0)
 
 
-def _serve_processes(host: str, port: int, processes: int) -> None:
+def _serve_processes(settings: Settings, host: str, port: int, processes: int) -> None:
     """Processes share one socket; each builds its app from the same environment."""
     click.echo(f"evalbot serve: http://{host}:{port}/github/webhook ({processes} processes)")
     uvicorn.run(
@@ -78,6 +78,7 @@ def _serve_processes(host: str, port: int, processes: int) -> None:
         host=host,
         port=port,
         workers=processes,
+        timeout_graceful_shutdown=_grace_s(settings),
         log_level="info",
         access_log=False,
     )
@@ -86,6 +87,7 @@ def _serve_processes(host: str, port: int, processes: int) -> None:
 async def _serve(
     settings: Settings, store: Store, clients: GitHubClients, host: str, port: int, workers: bool
 ) -> None:
+    stop = stopping.stop_requested()  # from here on SIGTERM/SIGINT stop cleanly (docs/deploy.md)
     if settings.temporal.address and not workers:  # the web process alone: no sandboxes here
         await _serve_app(
             settings,
@@ -94,11 +96,13 @@ async def _serve(
             host,
             port,
             TemporalLauncher(settings, store, runtime=composition.temporal_runtime()),
+            stop,
         )
         return
     async with composition.session(settings, store, run_workers=workers) as active:
         launcher = TemporalLauncher(settings, store, active.client)
-        await _serve_app(settings, store, clients, host, port, launcher)
+        await _serve_app(settings, store, clients, host, port, launcher, stop)
+    click.echo("evalbot serve: stopped")
 
 
 async def _serve_app(
@@ -108,12 +112,25 @@ async def _serve_app(
     host: str,
     port: int,
     launcher: TemporalLauncher,
+    stop: asyncio.Event,
 ) -> None:
     app = create_app(settings, launcher, store, github=clients)
     where = settings.temporal.address or "embedded dev server, workers in this process"
     click.echo(f"evalbot serve: http://{host}:{port}/github/webhook (Temporal: {where})")
-    config = uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False)
-    await uvicorn.Server(config).serve()
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="info",
+        access_log=False,
+        timeout_graceful_shutdown=_grace_s(settings),
+    )
+    if not stop.is_set():  # a signal during start-up: nothing to serve
+        await stopping.StoppableServer(config).serve_until(stop)
+
+
+def _grace_s(settings: Settings) -> int:
+    return max(1, round(settings.temporal.graceful_shutdown_s))
 
 
 @click.command("github-event")

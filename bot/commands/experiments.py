@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from bot import composition, demo
+from bot import composition, demo, stopping
 from bot.commands.errors import CommandError, command_errors
 from bot.commands.plan_flags import ExperimentFlags, experiment_options
 from bot.commands.run_budget import budget_labels, estimate_line
@@ -285,10 +285,16 @@ def worker_command(settings: Settings, roles: tuple[str, ...]) -> None:
 
 
 async def _serve_workers(settings: Settings, store: Store, roles: tuple[str, ...]) -> None:
+    """Serve until SIGTERM/SIGINT; then in-flight activities get temporal.graceful_shutdown_s,
+    the embedded dev server and the spawner stop, and the command returns (docs/deploy.md)."""
+    stop = stopping.stop_requested()
     async with composition.session(settings, store, roles=roles) as active:
         where = "embedded dev server" if active.embedded else "cluster"
         click.echo(f"evalbot worker: serving {', '.join(roles)} on {active.address} ({where})")
-        await asyncio.Event().wait()
+        await stop.wait()
+        grace = settings.temporal.graceful_shutdown_s
+        click.echo(f"evalbot worker: stopping (in-flight activities get {grace:g} s)")
+    click.echo("evalbot worker: stopped")
 
 
 COMMANDS: list[click.Command] = [

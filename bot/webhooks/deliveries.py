@@ -1,42 +1,43 @@
-"""Delivery de-duplication: a redelivered `X-GitHub-Delivery` id is a no-op.
+"""Delivery de-duplication: a redelivered `X-GitHub-Delivery` id is a no-op once handled.
 
-The id is recorded in the store (`Store.record_delivery`) before the handlers run. When a handler
-fails, the id is released in this process, so that GitHub's "Redeliver" retries it instead of
-being skipped as a duplicate.
+The claim lives in the store (`Store.claim_delivery`), so every web process and host sees it: a
+delivery is claimed with a lease before the handlers run, finished when they succeed and released
+when they fail, so that GitHub's "Redeliver" retries it at whichever process receives it. A process
+that dies mid-handling leaves a claim whose lease expires (`github.delivery_lease_s`;
+docs/github-bot.md).
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections import OrderedDict
 from typing import Protocol
-
-MAX_RELEASED = 10_000
 
 
 class DeliveryLog(Protocol):
-    def record_delivery(self, delivery_id: str, event: str) -> bool:
-        """Remember a delivery; True only the first time this id is seen."""
+    def claim_delivery(self, delivery_id: str, event: str, lease_s: float) -> bool:
+        """Claim a delivery for `lease_s` seconds; True when it is ours to handle."""
+
+    def finish_delivery(self, delivery_id: str) -> None:
+        """The delivery was handled: later redeliveries are duplicates."""
+
+    def release_delivery(self, delivery_id: str) -> None:
+        """The delivery failed: a redelivery runs it again."""
 
 
 class DeliveryGate:
-    def __init__(self, log: DeliveryLog) -> None:
+    def __init__(self, log: DeliveryLog, lease_s: float) -> None:
         self._log = log
-        self._released: OrderedDict[str, None] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lease_s = lease_s
 
     async def claim(self, delivery_id: str, event: str) -> bool:
-        """True when this delivery should be handled (first time, or released after a failure)."""
-        with self._lock:
-            if delivery_id in self._released:
-                del self._released[delivery_id]
-                return True
-        return await asyncio.to_thread(self._log.record_delivery, delivery_id, event)
+        """True when this delivery should be handled here (first time, released after a
+        failure, or its previous claim expired)."""
+        return await asyncio.to_thread(self._log.claim_delivery, delivery_id, event, self._lease_s)
 
-    def release(self, delivery_id: str) -> None:
-        """Let a redelivery of this id run again (its handling failed)."""
-        with self._lock:
-            self._released[delivery_id] = None
-            while len(self._released) > MAX_RELEASED:
-                self._released.popitem(last=False)
+    async def finish(self, delivery_id: str) -> None:
+        """Its handling ended (handled, or refused as bad input): redeliveries are duplicates."""
+        await asyncio.to_thread(self._log.finish_delivery, delivery_id)
+
+    async def release(self, delivery_id: str) -> None:
+        """Its handling failed: let a redelivery of this id run again, at any process."""
+        await asyncio.to_thread(self._log.release_delivery, delivery_id)

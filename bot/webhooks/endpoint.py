@@ -80,22 +80,25 @@ async def _dispatch(
     try:
         outcomes = await Router.run(handlers, event, service)
     except PayloadError as error:
+        await gate.finish(event.delivery_id)  # a redelivery carries the same bad payload
         return _error(400, str(error))
     except GithubException as error:
         if is_retryable(error):
-            return _failed(event, gate, error)
+            return await _failed(event, gate, error)
+        await gate.finish(event.delivery_id)  # a redelivery would get the same answer
         log.warning("delivery %s (%s): GitHub answered %s", event.delivery_id, event.name,
                     error.status)  # fmt: skip
         return _error(422, f"GitHub answered {error.status} for this delivery's repository or "
                       "installation; redelivering will not help")  # fmt: skip
     except Exception as error:
-        return _failed(event, gate, error)
+        return await _failed(event, gate, error)
+    await gate.finish(event.delivery_id)
     return JSONResponse(_summary(event, outcomes))
 
 
-def _failed(event: Event, gate: DeliveryGate, error: Exception) -> Response:
+async def _failed(event: Event, gate: DeliveryGate, error: Exception) -> Response:
     """A failure worth redelivering: the delivery id is released so a redelivery is handled."""
-    gate.release(event.delivery_id)
+    await gate.release(event.delivery_id)
     log.error("delivery %s (%s) failed", event.delivery_id, event.name, exc_info=error)
     return _error(503, f"handling failed ({type(error).__name__}); redeliver to retry")
 

@@ -191,6 +191,11 @@ class FakeGitHub(FakeHttpServer):
         with self.lock:
             self.failures.append(Failure(method, re.compile(path_regex), status, times))
 
+    def recover(self) -> None:
+        """End every injected failure still pending (the outage is over)."""
+        with self.lock:
+            self.failures.clear()
+
     # -- inspection --------------------------------------------------------------------------------
 
     def calls_to(self, method: str, path_regex: str) -> list[Call]:

@@ -98,8 +98,9 @@ def test_dockerfiles_parse_and_run_existing_commands() -> None:
         assert lines[0].startswith("FROM python:3.11")
         for line in lines:
             instruction = line.split()[0]
-            assert instruction in {"FROM", "ENV", "RUN", "WORKDIR", "COPY", "USER", "EXPOSE",
-                                   "HEALTHCHECK", "CMD", "ENTRYPOINT"}, line  # fmt: skip
+            assert instruction in {"FROM", "ARG", "ENV", "RUN", "WORKDIR", "COPY", "USER",
+                                   "EXPOSE", "HEALTHCHECK", "STOPSIGNAL", "CMD",
+                                   "ENTRYPOINT"}, line  # fmt: skip
             if instruction == "COPY":
                 for source in line.split()[1:-1]:
                     assert (ROOT / source).exists(), f"{dockerfile.name}: COPY {source}"
@@ -108,8 +109,12 @@ def test_dockerfiles_parse_and_run_existing_commands() -> None:
     check_evalbot_argv(bot[1:])
     worker = (ROOT / "infra/docker/worker.Dockerfile").read_text()
     entry = _dockerfile_exec(worker, "ENTRYPOINT")
-    assert entry[0] == "evalbot"
-    check_evalbot_argv(entry[1:] + _dockerfile_exec(worker, "CMD"))
+    # tini as PID 1 forwards SIGTERM and reaps the detached sandbox runners (docs/deploy.md)
+    assert entry[:3] == ["/usr/bin/tini", "--", "evalbot"] and " tini " in worker
+    check_evalbot_argv(entry[3:] + _dockerfile_exec(worker, "CMD"))
+    # the local provider (the default) needs root; an unprivileged user is a build argument
+    assert re.search(r"^ARG WORKER_USER=root$", worker, re.M)
+    assert re.search(r"^USER \$\{WORKER_USER\}$", worker, re.M)
 
 
 def test_every_compose_command_exists() -> None:

@@ -35,6 +35,7 @@ ENVIRONMENT: list[tuple[str, str, str, Any]] = [
     ("EVALBOT_SCORE_TASK_QUEUE", "temporal.score_task_queue", "q-score", "q-score"),
     ("EVALBOT_PROVISION_TASK_QUEUE", "temporal.provision_task_queue", "q-prov", "q-prov"),
     ("EVALBOT_HEARTBEAT_TIMEOUT_S", "temporal.heartbeat_timeout_s", "45", 45),
+    ("EVALBOT_GRACEFUL_SHUTDOWN_S", "temporal.graceful_shutdown_s", "12.5", 12.5),
     ("EVALBOT_WORKFLOW_SANDBOX", "temporal.workflow_sandbox", "true", True),
     ("EVALBOT_PROVIDER", "sandbox.provider", "modal", "modal"),
     ("EVALBOT_ALLOW_PROCESS_PROVIDER", "sandbox.allow_process_provider", "true", True),
@@ -87,6 +88,7 @@ ENVIRONMENT: list[tuple[str, str, str, Any]] = [
     ("EVALBOT_MAX_TRIALS", "github.max_trials", "3", 3),
     ("EVALBOT_MAX_CASES", "github.max_cases", "20", 20),
     ("EVALBOT_MAX_BODY_BYTES", "github.max_body_bytes", "1024", 1024),
+    ("EVALBOT_GITHUB_DELIVERY_LEASE_S", "github.delivery_lease_s", "60", 60.0),
     ("EVALBOT_GITHUB_ARM_CONFIG_KEYS", "github.arm_config_keys", "model,top_k", "model,top_k"),
     ("EVALBOT_PUBLIC_URL", "dashboard.public_url", "https://evals", "https://evals"),
     ("EVALBOT_JUDGE_BASE_URL", "judge.base_url", "https://j/v1", "https://j/v1"),
@@ -141,7 +143,7 @@ def test_the_table_covers_every_setting_and_every_flat_variable() -> None:
     """A setting added without a row here, or a row for a setting that went, fails."""
     paths = [path for path, _, _ in setting_fields()]
     assert sorted(paths) == sorted(path for _, path, _, _ in ENVIRONMENT)
-    assert len({name for name, _, _, _ in ENVIRONMENT}) == len(ENVIRONMENT) == 92
+    assert len({name for name, _, _, _ in ENVIRONMENT}) == len(ENVIRONMENT) == 94
 
 
 @pytest.mark.parametrize(("variable", "path", "raw", "expected"), ENVIRONMENT)

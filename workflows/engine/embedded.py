@@ -34,9 +34,8 @@ async def running_workers(workers: Sequence[Worker]) -> AsyncIterator[None]:
     tasks = [asyncio.create_task(worker.run()) for worker in workers]
     try:
         yield
-    finally:
-        for worker in workers:
-            await worker.shutdown()
+    finally:  # each lets its activities finish for temporal.graceful_shutdown_s, at once
+        await asyncio.gather(*(worker.shutdown() for worker in workers), return_exceptions=True)
         await asyncio.gather(*tasks, return_exceptions=True)
 
 

@@ -4,6 +4,7 @@ default) or one role each (`evalbot worker --role collect`) when scaled out agai
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
@@ -58,6 +59,7 @@ def build_workers(
         workers.append(
             Worker(
                 client,
+                graceful_shutdown_timeout=grace(settings),
                 task_queue=queues.runs,
                 workflows=[ExperimentWorkflow, RunWorkflow, RunBatchWorkflow, ReaperWorkflow],
                 activities=[
@@ -85,6 +87,7 @@ def build_workers(
         workers.append(
             Worker(
                 client,
+                graceful_shutdown_timeout=grace(settings),
                 task_queue=queues.collect,
                 activities=[runs.collect],
                 max_concurrent_activities=settings.sandbox.collect_slots,
@@ -94,6 +97,7 @@ def build_workers(
         workers.append(
             Worker(
                 client,
+                graceful_shutdown_timeout=grace(settings),
                 task_queue=queues.score,
                 activities=[
                     runs.score,
@@ -115,8 +119,14 @@ def provision_worker(client: Client, settings: Settings, queue: str, runs: RunAc
     rate = settings.sandbox.provision_rate_per_s
     return Worker(
         client,
+        graceful_shutdown_timeout=grace(settings),
         task_queue=queue,
         activities=[runs.provision],
         max_concurrent_activities=settings.sandbox.max_concurrent_provision,
         max_task_queue_activities_per_second=rate if rate > 0 else None,
     )
+
+
+def grace(settings: Settings) -> timedelta:
+    """How long a stopping worker lets its in-flight activities finish before cancelling them."""
+    return timedelta(seconds=settings.temporal.graceful_shutdown_s)

@@ -223,6 +223,11 @@ class SandboxProvider(abc.ABC):
         returns what was freed. Providers without such leftovers keep this default."""
         return []
 
+    def close(self) -> None:
+        """Stop the helper processes this provider started (the process provider's spawner);
+        sandboxes are left running (a restarted worker reattaches). The default has none."""
+        return None
+
     async def sandboxes_of(self, run_id: str) -> list[str]:
         """Ids of sandboxes that exist for `run_id`. Before provisioning a run, the engine
         removes these (`remove_leftover`): they are leftovers of an earlier attempt whose worker

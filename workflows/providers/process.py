@@ -171,6 +171,9 @@ class ProcessProvider(SandboxProvider):
         self.start_timeout_s = start_timeout_s
         self.spawner = RunnerSpawner(python)
 
+    def close(self) -> None:
+        self.spawner.close()
+
     async def create(self, spec: SandboxSpec) -> ProcessSandbox:
         if not Path(spec.image).is_dir():
             raise SandboxCreateError(

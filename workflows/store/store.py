@@ -11,7 +11,7 @@ import functools
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -311,6 +311,55 @@ class Store:
                 ).returning(webhook_deliveries.c.delivery_id)
             ).first()
         return inserted is not None
+
+    def claim_delivery(self, delivery_id: str, event: str, lease_s: float) -> bool:
+        """Claim a webhook delivery for handling, for `lease_s` seconds unless finished or
+        released first. True when it is this caller's: the id is new, was released after a
+        failure, or its claim's lease expired (the claiming process died). One statement, so two
+        processes or hosts claiming at once get one True."""
+        if not delivery_id:
+            raise StoreError("A webhook delivery needs a non-empty delivery id.")
+        now = convert.utc_now()
+        with self._write() as connection:
+            stmt = insert(connection.dialect.name, webhook_deliveries).values(
+                delivery_id=delivery_id,
+                event=event,
+                received_at=now,
+                lease_expires_at=now + timedelta(seconds=lease_s),
+            )
+            column = webhook_deliveries.c.lease_expires_at
+            claimed = connection.execute(
+                stmt.on_conflict_do_update(
+                    index_elements=[webhook_deliveries.c.delivery_id],
+                    set_={
+                        "event": stmt.excluded.event,
+                        "received_at": stmt.excluded.received_at,
+                        "lease_expires_at": stmt.excluded.lease_expires_at,
+                    },
+                    where=column.is_not(None) & (column < now),
+                ).returning(webhook_deliveries.c.delivery_id)
+            ).first()
+        return claimed is not None
+
+    def finish_delivery(self, delivery_id: str) -> None:
+        """The claimed delivery was handled: a redelivery of it is a duplicate from now on."""
+        with self._write() as connection:
+            connection.execute(
+                update(webhook_deliveries)
+                .where(webhook_deliveries.c.delivery_id == delivery_id)
+                .values(lease_expires_at=None)
+            )
+
+    def release_delivery(self, delivery_id: str) -> None:
+        """The claimed delivery failed: forget it, so that a redelivery (at any process) runs.
+        A handled delivery is kept."""
+        with self._write() as connection:
+            connection.execute(
+                delete(webhook_deliveries).where(
+                    (webhook_deliveries.c.delivery_id == delivery_id)
+                    & webhook_deliveries.c.lease_expires_at.is_not(None)
+                )
+            )
 
 
 def _experiment_status(status: str) -> ExperimentStatus:

@@ -116,13 +116,16 @@ class CriterionScoreRow(StoreModel, table=True):
 
 
 class WebhookDeliveryRow(StoreModel, table=True):
-    """A GitHub webhook delivery already handled (X-GitHub-Delivery), for de-duplication."""
+    """A GitHub webhook delivery (X-GitHub-Delivery), for de-duplication across processes and
+    hosts: claimed while `lease_expires_at` is set (being handled), handled once it is NULL. A
+    failed delivery's row is deleted, so that a redelivery runs (docs/github-bot.md)."""
 
     __tablename__ = "webhook_deliveries"
 
     delivery_id: str = Field(primary_key=True, sa_type=String)
     event: str = Field(sa_type=String)
     received_at: datetime = _timestamp()
+    lease_expires_at: datetime | None = _timestamp(nullable=True)  # migration 0008
 
 
 class SecretSyncRow(StoreModel, table=True):
