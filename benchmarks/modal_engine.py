@@ -1,8 +1,9 @@
 """Modal through the engine: a whole experiment (100 cases × 4 arms × 5 trials = 2,000 cells, a
-trivial agent) on a real Temporal dev server with the real workers and EVALBOT_PROVIDER=modal,
-against the fake Modal (tests/fakes/modal_fake.py: real local bubblewrap containers) with Modal's
-published start latency (2.7 s p50), its default account limit of 5 sandbox creations per second
-and the ~128-starting quota, both enforced by the fake "server" (it refuses with
+trivial agent) on a real Temporal dev server with the real workers and EVALBOT_PROVIDER=modal: the
+real `modal` SDK against the Modal test server (tests/fakes/modal_server: Modal's gRPC API, each
+sandbox a bubblewrap container), started here as a subprocess, with Modal's published start latency
+(2.7 s p50), its default account limit of 5 sandbox creations per second and the ~128-starting
+quota, both enforced by the server (it refuses with RESOURCE_EXHAUSTED, which the SDK raises as
 ResourceExhaustedError).
 
 Unlike benchmarks/modal.py (the provider alone), every stage here is the engine's: RunWorkflows in
@@ -19,8 +20,12 @@ up (retried by the stage) and cells lost (sandbox errors), stored results (and t
 stored exactly once, with exactly one sandbox), sandboxes left running, provision time p50/p95.
 Usage:
 
-    .venv/bin/python benchmarks/modal_engine.py                      # the sweep in RESULTS.md
+    .venv/bin/python benchmarks/modal_engine.py                      # the sweep
     .venv/bin/python benchmarks/modal_engine.py --only default --cases 10   # 200 cells
+    .venv/bin/python benchmarks/modal_engine.py --only default-500 --write  # into RESULTS.md
+
+Every scenario shares one server (the SDK's client is a per-process singleton): its counters are
+reset before each, and the sandboxes counted are those of the scenario's own app.
 """
 
 from __future__ import annotations
@@ -32,9 +37,11 @@ import json
 import logging
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,16 +52,21 @@ HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))
 
+from benchmarks.results_file import write_section  # noqa: E402
 from benchmarks.trivial_matter import AGENT_TOML as TRIVIAL_AGENT  # noqa: E402
 from benchmarks.trivial_matter import write_agent, write_catalog  # noqa: E402
 from bot.composition import open_store  # noqa: E402 - after the path fix above
-from tests.fakes.modal_fake import FakeModal, host_problem  # noqa: E402
+from tests.fakes.modal_server.fixture import (  # noqa: E402
+    ModalTestServer,
+    host_problem,
+    running_modal_server,
+)
 from workflows.catalog.models import ArmSpec  # noqa: E402
 from workflows.engine.embedded import engine_session  # noqa: E402
 from workflows.engine.engine_client import start_experiment, wait_for  # noqa: E402
 from workflows.engine.grading import CaseGrader  # noqa: E402
 from workflows.engine.planning import plan_experiment  # noqa: E402
-from workflows.providers.modal import ModalConfig, ModalProvider  # noqa: E402
+from workflows.providers.modal import ModalProvider  # noqa: E402
 from workflows.records import RunStatus  # noqa: E402
 from workflows.settings import Settings  # noqa: E402
 
@@ -111,42 +123,53 @@ def load() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-async def run_scenario(scenario: Scenario, root: Path) -> dict[str, Any]:
+def memory_used_mb() -> int:
+    """`used` of `free -m` (the containers' agents and the server included)."""
+    out = subprocess.run(["free", "-m"], capture_output=True, text=True, check=True).stdout
+    return int(out.splitlines()[1].split()[2])
+
+
+async def run_scenario(scenario: Scenario, root: Path, server: ModalTestServer) -> dict[str, Any]:
     write_catalog(root / "catalog", scenario.cases)
     commits = write_agent(root / "agent", scenario.arms, AGENT_TOML)
+    app_name = f"evalbot-bench-{scenario.name.replace('/', '-')}-{uuid.uuid4().hex[:6]}"
     settings = Settings(
-        data_dir=root / "state", catalog_root=root / "catalog", sandbox={"provider": "modal"}
+        data_dir=root / "state",
+        catalog_root=root / "catalog",
+        sandbox={"provider": "modal"},
+        modal={"app_name": app_name},
     ).with_changes(**scenario.settings)
-    cloud = FakeModal(
-        root / "cloud",
-        start_latency_s=START_LATENCY_S,
-        create_rate_per_s=SERVER_RATE,
-        max_starting=SERVER_MAX_STARTING,
-    )
-    provider = ModalProvider(cloud, ModalConfig.from_settings(settings))
+    server.reset_counters()
+    provider = ModalProvider.from_settings(settings)  # the real `modal` SDK
     store = open_store(settings)
     arm_specs = [ArmSpec(name=f"arm{i}", ref=c, commit=c) for i, c in enumerate(commits)]
     spec = plan_experiment(
         settings, repo=str(root / "agent"), dataset="bench", arms=arm_specs, trials=scenario.trials
     )
-    load_before = load()
+    load_before, memory_before = load(), memory_used_mb()
+    memory_peak = memory_before
     async with engine_session(settings, provider, store, CaseGrader()) as session:
         started = time.monotonic()
         await start_experiment(session.client, settings, spec)
-        progress = await wait_for(session.client, spec.experiment_id)
+        waiting = asyncio.ensure_future(wait_for(session.client, spec.experiment_id))
+        while not waiting.done():
+            await asyncio.wait({waiting}, timeout=2)
+            memory_peak = max(memory_peak, memory_used_mb())
+        progress = waiting.result()
         makespan = time.monotonic() - started
     load_after = load()
 
     runs = store.list_runs(spec.experiment_id)
     expected = {cell.run_id for cell in spec.cells()}
     stored = collections.Counter(run.run_id for run in runs)
-    metas = [json.loads(p.read_text()) for p in cloud.root.glob("sandboxes/*/meta.json")]
+    app_id = (await provider.app()).app_id
+    metas = [m for m in server.cloud.sandbox_metas() if m.get("app_id") == app_id]
     per_cell = collections.Counter(
         m["tags"]["run"] for m in metas if m["tags"].get("evalbot") == "run"
     )
     statuses = collections.Counter(str(run.status) for run in runs)
     provision = [run.provision_s for run in runs if run.provision_s is not None]
-    stats = cloud.stats
+    stats = server.stats()
     scored = statuses.get(str(RunStatus.SCORED), 0)
     return {
         "scenario": scenario.name,
@@ -164,10 +187,11 @@ async def run_scenario(scenario: Scenario, root: Path) -> dict[str, Any]:
         "cells_with_sandbox": len(per_cell),
         "image_builds": provider.images.builds,
         "left_running": sum(1 for m in metas if m["terminated_at"] is None),
-        "server_accepted": len(stats.accepted),
-        "server_max_per_1s": stats.max_per_window(1.0),
-        "server_peak_starting": stats.peak_starting,
-        "server_refusals": len(stats.rejected),
+        "server_alive_at_end": stats["alive"],
+        "server_accepted": stats["created"],
+        "server_max_per_1s": stats["max_per_1s"],
+        "server_peak_starting": stats["peak_starting"],
+        "server_refusals": stats["refused"],
         "client_retries": provider.admission.stats.rate_limited,
         # a provision attempt that gave up (8 refusals in a row) is retried by the stage's retry
         # policy; a cell is lost only when those retries are spent too (a sandbox_error)
@@ -180,6 +204,8 @@ async def run_scenario(scenario: Scenario, root: Path) -> dict[str, Any]:
         "scored": scored,
         "load_before": load_before,
         "load_after": load_after,
+        "memory_used_mb_before": memory_before,
+        "memory_used_mb_peak": memory_peak,
     }
 
 
@@ -194,8 +220,10 @@ def row(result: dict[str, Any]) -> str:
         str(result["server_max_per_1s"]),
         str(result["server_peak_starting"]),
         str(result["server_refusals"]),
+        str(result["server_alive_at_end"]),
         f"{result['provision_p50_s']} / {result['provision_p95_s']} s",
         result["load_before"].split()[0] + " → " + result["load_after"].split()[0],
+        f"{result['memory_used_mb_before']} → {result['memory_used_mb_peak']} MB",
     ]
     return "| " + " | ".join(cells) + " |"
 
@@ -204,13 +232,14 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--only", help="run one scenario by name")
     parser.add_argument("--cases", type=int, help="override the scenario's case count")
+    parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     args = parser.parse_args()
     # Provision attempts that give up are counted in the output; Temporal's warning with a
     # traceback for each would bury it.
     logging.getLogger("temporalio.activity").setLevel(logging.ERROR)
     problem = host_problem()
     if problem:
-        raise SystemExit(f"the fake Modal cannot run here: {problem}")
+        raise SystemExit(f"the Modal test server cannot run here: {problem}")
     chosen = [s for s in SCENARIOS if args.only in (None, s.name)]
     if not chosen:
         raise SystemExit(
@@ -218,23 +247,41 @@ async def main() -> None:
         )
     if args.cases:
         chosen = [Scenario(**{**s.__dict__, "cases": args.cases}) for s in chosen]
-    print(
-        f"# {time.strftime('%Y-%m-%d %H:%M')} · {platform.node()} {platform.machine()}, "
+    header = [
+        f"# {time.strftime('%Y-%m-%d %H:%M')} UTC · {platform.node()} {platform.machine()}, "
         f"{os.cpu_count()} cores · load {load()}",
-        flush=True,
-    )
-    print(
-        f"# fake server: {SERVER_RATE:g} creations/s, refuses beyond {SERVER_MAX_STARTING} "
-        f"starting; start latency {START_LATENCY_S} s; engine on a Temporal dev server",
-        flush=True,
-    )
-    for scenario in chosen:
-        with tempfile.TemporaryDirectory(
-            prefix="evalbot-modal-engine-", ignore_cleanup_errors=True
-        ) as scratch:
-            result = await run_scenario(scenario, Path(scratch))
-        print(json.dumps(result), flush=True)
-        print(row(result), flush=True)
+        f"# Modal test server: {SERVER_RATE:g} creations/s, refuses beyond "
+        f"{SERVER_MAX_STARTING} starting; start latency {START_LATENCY_S} s; engine on a "
+        "Temporal dev server",
+    ]
+    print("\n".join(header), flush=True)
+    rows = []
+    with tempfile.TemporaryDirectory(
+        prefix="evalbot-modal-engine-", ignore_cleanup_errors=True
+    ) as scratch:
+        knobs = {
+            "start_latency_s": START_LATENCY_S,
+            "create_rate_per_s": SERVER_RATE,
+            "max_starting": SERVER_MAX_STARTING,
+        }
+        with running_modal_server(Path(scratch) / "cloud", **knobs) as server:
+            os.environ.update(server.env)  # before the SDK's client is first made
+            for scenario in chosen:
+                result = await run_scenario(scenario, Path(scratch) / scenario.name, server)
+                print(json.dumps(result), flush=True)
+                rows.append(row(result))
+                print(rows[-1], flush=True)
+    if args.write:
+        write_section(SECTION, "\n".join([*header, "", TABLE_HEAD, TABLE_RULE, *rows]))
+
+
+SECTION = "modal-engine"
+TABLE_HEAD = (
+    "| scenario | stored | lost (gave up) | makespan | cells/s | server max / 1 s | "
+    "peak starting | refused | alive at the end | provision p50 / p95 | load avg 1 min | "
+    "memory used |"
+)
+TABLE_RULE = "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
 
 
 if __name__ == "__main__":

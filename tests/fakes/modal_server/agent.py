@@ -16,6 +16,11 @@ each connection carries one JSON request line:
 Errors answer {"ok": false, "kind": "NotFound" | "Closed" | "Other", "message": ...}. The agent
 reaps every process (it is pid 1) and, when the sandbox's timeout passes, kills everything and
 exits, which ends the sandbox.
+
+An exec of the filesystem tool (/__modal/.bin/modal-sandbox-fs-tools, fs_tools.py) runs the same
+code in a thread of the agent instead of a fresh interpreter, with the same files and stdin pipe:
+a fresh `python3` costs ~50 ms of CPU, and the SDK's filesystem API makes several of those calls
+per file, so a few hundred sandboxes being polled would otherwise saturate a small machine.
 """
 
 from __future__ import annotations
@@ -32,7 +37,27 @@ from typing import Any, BinaryIO
 
 SOCKET = "/__modal/agent.sock"
 PROCS = "/__modal/procs"
+FS_TOOLS = "/__modal/.bin/modal-sandbox-fs-tools"
 CHUNK = 1 << 16
+_fs_tools: Any = None
+_fs_tools_lock = threading.Lock()
+
+
+def fs_tools() -> Any:
+    """fs_tools.py, loaded once from where the container has it."""
+    global _fs_tools
+    with _fs_tools_lock:
+        if _fs_tools is None:
+            import importlib.machinery
+            import importlib.util
+
+            loader = importlib.machinery.SourceFileLoader("fs_tools", FS_TOOLS)
+            spec = importlib.util.spec_from_loader("fs_tools", loader)
+            assert spec is not None
+            module = importlib.util.module_from_spec(spec)
+            loader.exec_module(module)
+            _fs_tools = module
+    return _fs_tools
 
 
 class Processes:
@@ -45,9 +70,12 @@ class Processes:
         self.timed_out: set[int] = set()
         self.stdin: dict[str, int] = {}  # exec id -> write end of its stdin pipe
         self.stdin_locks: dict[str, threading.Lock] = {}
+        self.spawned = threading.Event()  # wakes the reaper when it had no children
 
     def spawn(self, request: dict[str, Any]) -> int:
         exec_id = str(request["id"])
+        if request["argv"] and request["argv"][0] == FS_TOOLS:
+            return self.run_tool(exec_id, request)
         read_end, write_end = os.pipe()
         actions: list[Any] = [(os.POSIX_SPAWN_DUP2, read_end, 0)]  # both ends are close-on-exec
         for fd, name in ((1, "stdout"), (2, "stderr")):
@@ -69,6 +97,7 @@ class Processes:
                 os.close(read_end)
             self.stdin[exec_id] = write_end
             self.stdin_locks[exec_id] = threading.Lock()
+            self.spawned.set()
             if pid in self.early:
                 self.finish(exec_id, self.early.pop(pid), timed_out=False)
             else:
@@ -77,6 +106,32 @@ class Processes:
             deadline = float(request["timeout"])
             threading.Timer(deadline, self.expire, (pid,)).start()
         return pid
+
+    def run_tool(self, exec_id: str, request: dict[str, Any]) -> int:
+        """The filesystem tool in a thread (see the module doc); answers pid 0."""
+        read_end, write_end = os.pipe()
+        with self.lock:
+            self.stdin[exec_id] = write_end
+            self.stdin_locks[exec_id] = threading.Lock()
+        paths = [
+            f"{PROCS}/{exec_id}.{name[3:]}" if request.get(name, True) else os.devnull
+            for name in ("stdout", "stderr")
+        ]
+        args = (exec_id, list(request["argv"][1:]), read_end, paths)
+        threading.Thread(target=self._tool, args=args, daemon=True).start()
+        return 0
+
+    def _tool(self, exec_id: str, argv: list[str], read_end: int, paths: list[str]) -> None:
+        code = 1
+        try:
+            stdin = open(read_end, "rb")  # noqa: SIM115 - closed by the with below
+            with stdin, open(paths[0], "wb") as out, open(paths[1], "wb") as err:
+                try:
+                    code = int(fs_tools().main(argv, stdin, out, err))
+                except Exception as error:
+                    err.write(repr(error).encode())
+        finally:
+            self.record(exec_id, code)
 
     def expire(self, pid: int) -> None:
         with self.lock:
@@ -89,10 +144,11 @@ class Processes:
 
     def reap_forever(self) -> None:
         while True:
+            self.spawned.clear()
             try:
                 pid, status = os.waitpid(-1, 0)
-            except ChildProcessError:
-                time.sleep(0.02)
+            except ChildProcessError:  # no children: sleep until a spawn (no busy polling)
+                self.spawned.wait(1.0)
                 continue
             with self.lock:
                 exec_id = self.ids.pop(pid, None)
@@ -136,6 +192,10 @@ class Processes:
             code = os.WEXITSTATUS(status)
         else:
             code = 128 + os.WTERMSIG(status)
+        self.record(exec_id, code)
+
+    def record(self, exec_id: str, code: int) -> None:
+        """The exec ended: close its stdin (unless a writer holds it) and write its status."""
         lock = self.stdin_locks.get(exec_id)
         if lock is not None and lock.acquire(blocking=False):
             try:  # nobody is writing: the process can read no more of its stdin

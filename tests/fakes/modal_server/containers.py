@@ -145,6 +145,15 @@ def terminate(folder: Path, meta: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
+def kill_now(folder: Path, meta: Mapping[str, Any]) -> None:
+    """SIGKILL the container's processes and its monitor without waiting (terminate does the
+    rest)."""
+    _kill_namespace(folder / "ctl" / "ns")
+    monitor = meta.get("monitor")
+    if monitor and is_alive(monitor["pid"], monitor["start_time"]):
+        kill(monitor["pid"], monitor["start_time"], signal.SIGKILL)
+
+
 def finish_of(folder: Path, meta: Mapping[str, Any]) -> str | None:
     """None while running, else "terminated" | "timeout" | "exited"."""
     if meta.get("finish"):
@@ -207,7 +216,8 @@ async def agent_call(
                 writer.write(chunk)
                 await writer.drain()
         writer.write_eof()
-        await writer.drain()
+        with contextlib.suppress(ConnectionResetError):  # the agent answered and closed first
+            await writer.drain()
         line = await reader.readline()
     finally:
         writer.close()

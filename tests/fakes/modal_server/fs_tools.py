@@ -25,7 +25,7 @@ import os
 import shutil
 import stat
 import sys
-from typing import Any
+from typing import Any, BinaryIO
 
 CHUNK = 1 << 16
 KINDS = {
@@ -74,17 +74,16 @@ def entry(path: str, name: str | None = None) -> dict[str, Any]:
     }
 
 
-def read_file(path: str) -> None:
+def read_file(path: str, out: BinaryIO) -> None:
     if os.path.isdir(path):
         raise ToolError("IsDirectory")
     with open(path, "rb") as handle:
-        out = sys.stdout.buffer
         while chunk := handle.read(CHUNK):
             out.write(chunk)
         out.flush()
 
 
-def write_file(path: str) -> None:
+def write_file(path: str, source: BinaryIO) -> None:
     parent = os.path.dirname(path)
     if parent:
         try:
@@ -93,20 +92,20 @@ def write_file(path: str) -> None:
             raise ToolError("NotDirectory") from None
     if os.path.isdir(path):
         raise ToolError("IsDirectory")
-    source = sys.stdin.buffer
     with open(path, "wb") as handle:
-        while chunk := source.read1(CHUNK):  # type: ignore[union-attr]
+        while chunk := source.read1(CHUNK):  # type: ignore[attr-defined]
             handle.write(chunk)
 
 
-def list_files(path: str) -> None:
+def list_files(path: str, out: BinaryIO) -> None:
     if not os.path.isdir(path):
         if not os.path.lexists(path):
             raise ToolError("NotFound")
         raise ToolError("NotDirectory")
     with os.scandir(path) as found:
         names = sorted(item.name for item in found)
-    print(json.dumps([entry(os.path.join(path, name), name) for name in names]))
+    listed = [entry(os.path.join(path, name), name) for name in names]
+    out.write(json.dumps(listed).encode() + b"\n")
 
 
 def make_directory(path: str, parents: bool) -> None:
@@ -131,7 +130,7 @@ def remove(path: str, recursive: bool) -> None:
         os.unlink(path)
 
 
-def run(command: Any) -> None:
+def run(command: Any, stdin: BinaryIO, stdout: BinaryIO) -> None:
     if not isinstance(command, dict) or len(command) != 1:
         raise ToolError("Other", "malformed command")
     ((name, args),) = command.items()
@@ -139,13 +138,13 @@ def run(command: Any) -> None:
     if not isinstance(path, str) or not path.startswith("/"):
         raise ToolError("Other", f"path must be absolute: {path!r}")
     if name == "ReadFile":
-        read_file(path)
+        read_file(path, stdout)
     elif name == "WriteFile":
-        write_file(path)
+        write_file(path, stdin)
     elif name == "ListFiles":
-        list_files(path)
+        list_files(path, stdout)
     elif name == "Stat":
-        print(json.dumps(entry(path)))
+        stdout.write(json.dumps(entry(path)).encode() + b"\n")
     elif name == "MakeDirectory":
         make_directory(path, bool(args.get("parents", True)))
     elif name == "Remove":
@@ -154,23 +153,34 @@ def run(command: Any) -> None:
         raise ToolError("NotSupported", f"{name} is not supported by this fs tool")
 
 
-def fail(kind: str, message: str, detail: str = "") -> int:
+def fail(stderr: BinaryIO, kind: str, message: str, detail: str = "") -> int:
     payload = {"error_kind": kind, "message": message, "detail": detail}
-    sys.stderr.write(json.dumps(payload))
-    sys.stderr.flush()
+    stderr.write(json.dumps(payload).encode())
+    stderr.flush()
     return 1
 
 
-def main(argv: list[str]) -> int:
+def main(
+    argv: list[str],
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+    stderr: BinaryIO | None = None,
+) -> int:
+    """One command; the streams default to the process's (agent.py passes its own when it runs
+    the tool in-process)."""
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+    stderr = stderr or sys.stderr.buffer
     try:
-        run(json.loads(argv[0]) if argv else None)
+        run(json.loads(argv[0]) if argv else None, stdin, stdout)
+        stdout.flush()
     except ToolError as error:
-        return fail(error.kind, error.message, error.detail)
+        return fail(stderr, error.kind, error.message, error.detail)
     except OSError as error:
         kind = KINDS.get(error.errno or 0, "Other")
-        return fail(kind, MESSAGES.get(kind, error.strerror or str(error)), str(error))
+        return fail(stderr, kind, MESSAGES.get(kind, error.strerror or str(error)), str(error))
     except (ValueError, KeyError, AttributeError) as error:
-        return fail("Other", f"invalid command: {error}")
+        return fail(stderr, "Other", f"invalid command: {error}")
     return 0
 
 

@@ -33,7 +33,8 @@ from tests.fakes.modal_server.state import Cloud, new_id, write_json
 
 RpcStream = Stream[Any, Any]
 CHUNK = 1 << 16
-POLL_S = 0.01
+POLL_S = 0.005  # first wait between looks at an exec's files; doubles up to POLL_MAX_S
+POLL_MAX_S = 0.1
 PIPE_OUT = sr_pb2.TaskExecStdoutConfig.TASK_EXEC_STDOUT_CONFIG_PIPE
 PIPE_ERR = sr_pb2.TaskExecStderrConfig.TASK_EXEC_STDERR_CONFIG_PIPE
 
@@ -136,8 +137,10 @@ class Router(TaskCommandRouterBase):
         req = await self._recv(stream)
         folder, meta = self._sandbox_any(req.task_id)
         self._known(req.task_id, req.exec_id)
+        delay = POLL_S
         while (code := self._status(folder, meta, req.exec_id)) is None or code == -1:
-            await asyncio.sleep(POLL_S)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, POLL_MAX_S)
             meta = self.cloud.sandbox_meta(meta["id"])
         await stream.send_message(self._exit(sr_pb2.TaskExecWaitResponse, code))
 
@@ -170,6 +173,7 @@ class Router(TaskCommandRouterBase):
     ) -> AsyncIterator[bytes]:
         """The output file from `offset` while the process runs, then the rest."""
         handle = None
+        delay = POLL_S
         try:
             while True:
                 if handle is None and path.exists():
@@ -178,13 +182,15 @@ class Router(TaskCommandRouterBase):
                 chunk = handle.read(CHUNK) if handle is not None else b""
                 if chunk:
                     yield chunk
+                    delay = POLL_S
                     continue
                 meta = self.cloud.sandbox_meta(meta["id"])
                 if self._status(folder, meta, exec_id) is not None:
                     while handle is not None and (rest := handle.read(CHUNK)):
                         yield rest
                     return
-                await asyncio.sleep(POLL_S)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, POLL_MAX_S)
         finally:
             if handle is not None:
                 handle.close()

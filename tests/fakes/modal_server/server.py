@@ -78,10 +78,17 @@ async def serve(root: Path, port: int, ready_file: Path | None, knobs: Knobs) ->
 
 
 def terminate_all(cloud: Cloud) -> None:
+    """Kill every running container first (quick), then finish each off (wait, record, remove its
+    files, slow): a few hundred containers must all be dead before whoever stops the server gives
+    up waiting and kills it."""
+    running = []
     for meta in cloud.sandbox_metas():
         folder = cloud.sandbox_dir(meta["id"])
         if containers.finish_of(folder, meta) is None:
-            containers.terminate(folder, meta)
+            containers.kill_now(folder, meta)
+            running.append((folder, meta))
+    for folder, meta in running:
+        containers.terminate(folder, meta)
 
 
 def describe(ready_file: Path) -> dict[str, int]:
