@@ -101,8 +101,8 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
 def to_parquet(rows: list[dict[str, Any]]) -> bytes:
     """Parquet through pyarrow, an optional dependency (`pip install 'evalbot[parquet]'`)."""
     try:
-        import pyarrow as pa  # type: ignore[import-not-found, unused-ignore]
-        import pyarrow.parquet as pq  # type: ignore[import-not-found, unused-ignore]
+        import pyarrow as pa
+        import pyarrow.parquet as pq
     except ImportError:
         raise ExportError(
             "parquet needs pyarrow, which is not installed: pip install 'evalbot[parquet]', "
