@@ -1,9 +1,9 @@
 """`evalbot modal reap [--dry-run] [--json]` — terminate Modal sandboxes no run needs any more.
 
 The same pass the workers' schedule runs every ten minutes (workflows/engine/reaper.py): a
-sandbox is terminated when its experiment is not running on Temporal, or its run already has a
-result. `--dry-run` lists what would go. Exit 0 when every doomed sandbox was terminated, 1 when
-some could not be (named in the output).
+sandbox is terminated when its experiment is not running on Temporal. `--dry-run` lists what would
+go. Exit 0 when every doomed sandbox was terminated, 1 when some could not be (named in the
+output).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ async def _reap(settings: Settings, dry_run: bool) -> ReapReport:
     store = composition.open_store(settings)
     try:
         async with composition.session(settings, store, run_workers=False) as active:
-            return await reap(create_provider(settings), active.client, store, dry_run=dry_run)
+            return await reap(create_provider(settings), active.client, dry_run=dry_run)
     finally:
         store.close()
 

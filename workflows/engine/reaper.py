@@ -4,10 +4,10 @@ A remote sandbox outlives the worker that created it. When the worker dies mid-r
 retries the run elsewhere and the engine removes the old attempt's sandbox (`sandboxes_of`) — but
 when the experiment is cancelled, terminated or finished meanwhile, nobody comes back for it, and
 it bills until its own timeout. The reaper asks the provider for every sandbox of a run
-(`run_sandboxes`, by the tags each carries) and terminates those whose
-
-- experiment is not running (finished, failed, cancelled, terminated, or unknown to Temporal), or
-- run already has its result in the store (its teardown was lost).
+(`run_sandboxes`, by the tags each carries) and terminates those whose experiment is not running
+(finished, failed, cancelled, terminated, or unknown to Temporal). A running experiment's
+sandboxes are never touched, not even one whose run has a stored result: a rerun of a failed cell
+reuses its run id while the old result is still stored, so "has a result" does not mean "done".
 
 It runs as an activity every REAP_EVERY (a Temporal schedule the worker creates when its provider
 keeps sandboxes remotely) and on demand: `evalbot modal reap [--dry-run]`.
@@ -32,7 +32,6 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from workflows.engine.activities import RunStore
 from workflows.providers.base import RunSandbox, SandboxError, SandboxProvider
 
 REAP_EVERY = timedelta(minutes=10)
@@ -71,9 +70,7 @@ async def experiment_running(client: Client, experiment_id: str) -> bool:
     return described.status == WorkflowExecutionStatus.RUNNING
 
 
-async def reap(
-    provider: SandboxProvider, client: Client, store: RunStore, *, dry_run: bool = False
-) -> ReapReport:
+async def reap(provider: SandboxProvider, client: Client, *, dry_run: bool = False) -> ReapReport:
     sandboxes = await provider.run_sandboxes()
     experiments = sorted({sandbox.experiment for sandbox in sandboxes})
     running = dict(
@@ -85,17 +82,13 @@ async def reap(
     )
     report = ReapReport(checked=len(sandboxes))
     for sandbox in sandboxes:
-        if running[sandbox.experiment] and not await _finished(store, sandbox):
+        if running[sandbox.experiment]:
             report.kept.append(sandbox.id)
         elif dry_run:
             report.terminated.append(sandbox.id)
         else:
             await _terminate(provider, sandbox, report)
     return report
-
-
-async def _finished(store: RunStore, sandbox: RunSandbox) -> bool:
-    return bool(sandbox.run) and await asyncio.to_thread(store.get_run, sandbox.run) is not None
 
 
 async def _terminate(provider: SandboxProvider, sandbox: RunSandbox, report: ReapReport) -> None:
@@ -108,13 +101,12 @@ async def _terminate(provider: SandboxProvider, sandbox: RunSandbox, report: Rea
 
 
 class ReaperActivities:
-    def __init__(self, provider: SandboxProvider, store: RunStore) -> None:
+    def __init__(self, provider: SandboxProvider) -> None:
         self.provider = provider
-        self.store = store
 
     @activity.defn(name="reap_sandboxes")
     async def reap_sandboxes(self) -> dict[str, object]:
-        report = await reap(self.provider, activity.client(), self.store)
+        report = await reap(self.provider, activity.client())
         return report.as_dict()
 
 

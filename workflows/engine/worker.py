@@ -54,7 +54,7 @@ def build_workers(
     experiments = ExperimentActivities(store)
     workers: list[Worker] = []
     # remote sandboxes outlive their worker: reap those no run needs (workflows/engine/reaper.py)
-    reaping = [] if provider.quick_provision else [ReaperActivities(provider, store).reap_sandboxes]
+    reaping = [] if provider.quick_provision else [ReaperActivities(provider).reap_sandboxes]
     if "runs" in roles:
         workers.append(
             Worker(
