@@ -60,8 +60,9 @@ async def small_experiment(
     finally:
         snapshot, left = await finish(worker, settings, spec.experiment_id)
     result = await outcome(
-        client, store, github, spec, (REPO, PR), completed=completed, snapshot=snapshot
-    )
+        client, store, github, spec, (REPO, PR),
+        completed=completed, snapshot=snapshot, blob_dir=settings.blob_dir,
+    )  # fmt: skip
     result.orphaned = left
     return result
 
