@@ -426,7 +426,13 @@ class ModalProvider(SandboxProvider):
         }  # fmt: skip
         bundle = make_bundle(spec.case_files, meta)
         async with self.admission.starting():
-            handle = await self._admitted(spec, image=image, world=world, env=env)
+            try:
+                handle = await self._admitted(spec, image=image, world=world, env=env)
+            except asyncio.CancelledError:
+                # cancelled while Modal was creating it: the sandbox may exist without our
+                # knowing its id, so find it by its run tag
+                await asyncio.shield(self._remove_run_sandboxes(spec.run_id))
+                raise
             sandbox = ModalSandbox(self, handle, meta)
             try:
                 await sandbox.setup(bundle)
@@ -435,6 +441,16 @@ class ModalProvider(SandboxProvider):
                     await asyncio.shield(sandbox.terminate())
                 raise
         return sandbox
+
+    async def _remove_run_sandboxes(self, run_id: str, looks: int = 3) -> None:
+        """Terminate what a creation cancelled mid-call left; looks again briefly, since Modal may
+        finish creating it after the call was cancelled."""
+        for look in range(looks):
+            with contextlib.suppress(SandboxError):
+                for sandbox_id in await self.sandboxes_of(run_id):
+                    await self.remove_leftover(sandbox_id)
+            if look < looks - 1:
+                await asyncio.sleep(0.5)
 
     async def _admitted(self, spec: SandboxSpec, **parts: Any) -> Any:
         app = await self.app()
