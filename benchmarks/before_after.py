@@ -7,7 +7,10 @@ machine. Prints a row per run and the median of each side with the ratio after �
 from the same run, because these machines are shared and noisy. Usage:
 
     .venv/bin/python benchmarks/before_after.py --before REV [--rounds 3] [--write]
-        [-- ORCHESTRATION ARGS, e.g. --cases 100 --arms 4 --trials 5]
+        [--section before-after-NAME] [-- ORCHESTRATION ARGS, e.g. --cases 100 --provider local]
+
+`--section` names the RESULTS.md section `--write` replaces (default `before-after`, the
+engine's), so a comparison of another path keeps its own.
 """
 
 from __future__ import annotations
@@ -42,6 +45,15 @@ class Run:
     wall_s: float
     events: float
     stored: int
+    cpu_ms_per_cell: float  # the whole machine's busy CPU time while it ran, over stored cells
+
+
+def busy_cpu_s() -> float:
+    """CPU seconds every CPU of the machine spent on anything but idling, since boot."""
+    with open("/proc/stat") as stat:
+        fields = [int(x) for x in stat.readline().split()[1:]]
+    idle, iowait = fields[3], fields[4]
+    return (sum(fields[:8]) - idle - iowait) / os.sysconf("SC_CLK_TCK")
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:
@@ -54,6 +66,7 @@ def orchestration(tree: Path, side: str, extra: list[str]) -> Run:
     """One benchmark run with `tree`'s code (its packages first on the path)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     script = tree / "benchmarks" / "orchestration.py"
+    busy = busy_cpu_s()
     done = subprocess.run(
         [sys.executable, str(script), "--skip-baseline", *extra],
         cwd=tree,
@@ -62,6 +75,7 @@ def orchestration(tree: Path, side: str, extra: list[str]) -> Run:
         text=True,
         check=False,
     )
+    busy = busy_cpu_s() - busy
     if done.returncode != 0:
         raise SystemExit(f"{side}: orchestration.py failed:\n{done.stderr[-3000:]}")
     figures = {name: pattern.search(done.stdout) for name, pattern in FIGURES.items()}
@@ -71,12 +85,16 @@ def orchestration(tree: Path, side: str, extra: list[str]) -> Run:
     values = {name: found.group(1) for name, found in figures.items() if found is not None}
     commit = git("rev-parse", "--short=7", "HEAD", cwd=tree)
     wall_s, events, stored = float(values["wall_s"]), float(values["events"]), int(values["stored"])
-    return Run(side, commit, wall_s, events, stored)
+    return Run(side, commit, wall_s, events, stored, 1000 * busy / max(stored, 1))
 
 
-def section(runs: list[Run], before: str, extra: list[str]) -> str:
+def section(runs: list[Run], before: str, extra: list[str], name: str = SECTION) -> str:
     medians = {
         side: statistics.median(r.wall_s for r in runs if r.side == side)
+        for side in ("before", "after")
+    }
+    cpu = {
+        side: statistics.median(r.cpu_ms_per_cell for r in runs if r.side == side)
         for side in ("before", "after")
     }
     machine = f"{platform.machine()}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.1f}"
@@ -84,19 +102,25 @@ def section(runs: list[Run], before: str, extra: list[str]) -> str:
         "### Before and after a change (benchmarks/before_after.py)",
         "",
         f"`.venv/bin/python benchmarks/before_after.py --before {before}"
+        + (f" --section {name}" if name != SECTION else "")
         + (f" -- {' '.join(extra)}`" if extra else "`"),
         f"Run {datetime.date.today().isoformat()} on {machine}: "
         f"{len(runs) // 2} rounds, the two sides alternated.",
         "",
-        "| run | side | commit | wall | history events per cell | stored results |",
-        "|---:|---|---|---:|---:|---:|",
+        "| run | side | commit | wall | history events per cell | stored results "
+        "| machine CPU per cell |",
+        "|---:|---|---|---:|---:|---:|---:|",
         *(
-            f"| {i} | {r.side} | {r.commit} | {r.wall_s:.1f} s | {r.events:.1f} | {r.stored} |"
+            f"| {i} | {r.side} | {r.commit} | {r.wall_s:.1f} s | {r.events:.1f} | {r.stored} "
+            f"| {r.cpu_ms_per_cell:.1f} ms |"
             for i, r in enumerate(runs, 1)
         ),
         "",
         f"Median wall time: before {medians['before']:.1f} s, after {medians['after']:.1f} s; "
         f"after ÷ before = {medians['after'] / medians['before']:.2f}.",
+        f"Median machine CPU per cell (every process, /proc/stat, the run's start-up included): "
+        f"before {cpu['before']:.1f} ms, after {cpu['after']:.1f} ms; "
+        f"after ÷ before = {cpu['after'] / cpu['before']:.2f}.",
     ]
     return "\n".join(lines)
 
@@ -106,6 +130,7 @@ def main() -> int:
     parser.add_argument("--before", required=True, help="the commit to compare with")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    parser.add_argument("--section", default=SECTION, help="the section --write replaces")
     parser.add_argument("extra", nargs="*", help="arguments for orchestration.py (after --)")
     options = parser.parse_args()
     runs: list[Run] = []
@@ -120,10 +145,10 @@ def main() -> int:
                     print(runs[-1], flush=True)
         finally:
             git("worktree", "remove", "--force", str(tree))
-    text = section(runs, options.before, options.extra)
+    text = section(runs, options.before, options.extra, options.section)
     print(text)
     if options.write:
-        write_section(SECTION, text)
+        write_section(options.section, text)
     return 0
 
 

@@ -1,6 +1,7 @@
 """Orchestration benchmark: 100 cases × 4 arms × 5 trials = 2,000 cells with a trivial agent on the
-`process` provider, through a real Temporal dev server and the real engine (every stage a separate,
-separately retried activity).
+`process` provider (or `--provider local`: bubblewrap, cgroups and a loop disk per sandbox, with a
+per-stage table of where a sandbox's time goes), through a real Temporal dev server and the real
+engine (every stage a separate, separately retried activity).
 
 Prints wall time, cells per second and Temporal history events per cell, for evalbot's engine and,
 on the same dev server in the same run, for the naive design (one child workflow per cell with five
@@ -8,8 +9,9 @@ sequential trivial activities; benchmarks/naive_baseline.py) — the ratio is th
 because these machines are shared and noisy. Usage:
 
     .venv/bin/python benchmarks/orchestration.py [--cases 100 --arms 4 --trials 5] [--workers 1]
+        [--provider process|local] [--mkfs-per-sandbox] [--warm-pool 0]
         [--local-stage-max-s 120] [--workflow-sandbox] [--floor] [--parallelism 0]
-        [--run-batch 10] [--skip-baseline]
+        [--run-batch 10] [--skip-baseline] [--memory]
 
 `--workers N` adds N-1 `evalbot worker` processes (the scale-out path of docs/engine.md) beside the
 benchmark's in-process worker; a Python worker uses one core at most. `--local-stage-max-s 0` runs
@@ -20,7 +22,12 @@ as evalbot's batches: evalbot's Temporal work per cell without any of the run's 
 agent, collect, grading, store). `--parallelism` is the experiment's
 runs in flight (EVALBOT_EXPERIMENT_PARALLELISM; 0 = the engine's default, twice the run slots).
 `--run-batch` is how many short cells one RunBatchWorkflow runs (EVALBOT_RUN_BATCH_SIZE; 1 = one
-RunWorkflow per cell).
+RunWorkflow per cell). Modal through the engine is benchmarks/modal_engine.py (the Modal test
+server, with Modal's start latency and rate limits): `--provider modal` says so and stops.
+`--memory` prints the peak RSS of this process, the extra workers and the dev server while the
+experiment runs (benchmarks/memory_sampler.py) and the largest workflow history.
+`--mkfs-per-sandbox` (local) formats each sandbox's disk with its own mkfs.ext4, as before disk
+templates (workflows/providers/local/disk.py), for before/after rows in one run.
 """
 
 from __future__ import annotations
@@ -29,8 +36,8 @@ import argparse
 import asyncio
 import contextlib
 import os
-import platform
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -41,18 +48,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import naive_baseline
+from memory_sampler import Peaks, largest_history, sampled
+from stage_table import commit, load, machine, stage_lines
 from temporalio.client import Client
 from trivial_matter import write_agent, write_catalog
 
 from bot.composition import open_store
-from workflows.catalog.models import ArmSpec
+from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine.embedded import engine_session
 from workflows.engine.engine_client import run_executions, start_experiment, wait_for
 from workflows.engine.grading import CaseGrader
 from workflows.engine.planning import plan_experiment
 from workflows.engine.workflows import batch_size
 from workflows.providers import create_provider
+from workflows.providers.base import SandboxProvider
+from workflows.providers.local import LocalProvider
+from workflows.providers.local.stage_timer import StageTimer
 from workflows.settings import SandboxSettings, Settings
+from workflows.store import Store
 
 
 async def history_events_per_cell(
@@ -132,16 +145,20 @@ def worker_env(settings: Settings, address: str) -> dict[str, str]:
         "EVALBOT_MAX_CONCURRENT_RUNS": str(settings.sandbox.max_concurrent_runs),
         "EVALBOT_MAX_CONCURRENT_COLLECT": str(settings.sandbox.max_concurrent_collect),
         "EVALBOT_MAX_CONCURRENT_SCORE": str(settings.sandbox.max_concurrent_score),
-        "EVALBOT_POLL_INTERVAL_S": str(settings.sandbox.poll_interval_s),
+        "EVALBOT_POLL_INTERVAL_S": str(settings.sandbox.resolved_poll_interval_s),
         "EVALBOT_LOCAL_STAGE_MAX_S": str(settings.sandbox.local_stage_max_s),
         "EVALBOT_RUN_BATCH_SIZE": str(settings.sandbox.run_batch_size),
         "EVALBOT_WORKFLOW_SANDBOX": str(settings.temporal.workflow_sandbox).lower(),
     }
 
 
+def cpu_seconds() -> float:
+    own, helpers = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + helpers.ru_utime + helpers.ru_stime
+
+
 async def main(options: argparse.Namespace) -> None:
     cases, arms, trials = options.cases, options.arms, options.trials
-    baseline = not options.skip_baseline
     with tempfile.TemporaryDirectory(prefix="evalbot-bench-") as folder:
         root = Path(folder)
         write_catalog(root / "catalog", cases)
@@ -150,7 +167,7 @@ async def main(options: argparse.Namespace) -> None:
             data_dir=root / "state",
             catalog_root=root / "catalog",
             sandbox={
-                "provider": "process",
+                "provider": options.provider,
                 "allow_process_provider": True,
                 "max_concurrent_runs": 64,
                 "max_concurrent_collect": 32,
@@ -159,6 +176,7 @@ async def main(options: argparse.Namespace) -> None:
                 "poll_interval_s": 0.2,
                 "local_stage_max_s": options.local_stage_max_s,
                 "run_batch_size": options.run_batch,
+                "warm_pool_size": options.warm_pool,
             },
             temporal={"workflow_sandbox": options.workflow_sandbox},
         )
@@ -168,67 +186,107 @@ async def main(options: argparse.Namespace) -> None:
             settings, repo=str(root / "agent"), dataset="bench", arms=arm_specs, trials=trials
         )
         provider = create_provider(settings)
-        async with engine_session(settings, provider, store, CaseGrader()) as session:
-            env = worker_env(settings, session.address)
-            command = [sys.executable, "-m", "bot", "worker"]
-            with processes(command, options.workers - 1, env, root / "workers.log"):
-                started = time.perf_counter()
-                await start_experiment(session.client, settings, spec)
-                progress = await wait_for(session.client, spec.experiment_id)
-                elapsed = time.perf_counter() - started
-            run_ids = [c.run_id for c in spec.cells()]
-            executions = await run_executions(session.client, spec.experiment_id)
-            events = await history_events_per_cell(
-                session.client, spec.experiment_id, [w for w, _ in executions], len(run_ids)
+        timer = StageTimer()
+        if isinstance(provider, LocalProvider):
+            provider.timer = timer  # the in-process worker's sandboxes (all of them at --workers 1)
+            if options.mkfs_per_sandbox:  # the path before disk templates, for before/after rows
+                provider.disk_templates = None
+        print(f"before: {load()}", flush=True)
+        memory = sampled() if options.memory else contextlib.nullcontext(None)
+        with memory as peaks:
+            await measured(options, settings, spec, provider, store, timer, peaks)
+
+
+async def measured(
+    options: argparse.Namespace,
+    settings: Settings,
+    spec: ExperimentSpec,
+    provider: SandboxProvider,
+    store: Store,
+    timer: StageTimer,
+    peaks: Peaks | None,
+) -> None:
+    """Run the experiment (and the baselines asked for) and print the figures."""
+    cases, arms, trials = options.cases, options.arms, options.trials
+    baseline = not options.skip_baseline
+    async with engine_session(settings, provider, store, CaseGrader()) as session:
+        env = worker_env(settings, session.address)
+        command = [sys.executable, "-m", "bot", "worker"]
+        with processes(command, options.workers - 1, env, settings.data_dir.parent / "workers.log"):
+            started, cpu_before = time.perf_counter(), cpu_seconds()
+            await start_experiment(session.client, settings, spec)
+            progress = await wait_for(session.client, spec.experiment_id)
+            elapsed, cpu = time.perf_counter() - started, cpu_seconds() - cpu_before
+        if peaks is not None:
+            peaks.stop.set()  # the experiment's peaks, not the history reads' or baselines'
+        run_ids = [c.run_id for c in spec.cells()]
+        executions = await run_executions(session.client, spec.experiment_id)
+        if peaks is not None:
+            sample = random.Random(1).sample(executions, k=min(40, len(executions)))
+            largest = await largest_history(
+                session.client, [spec.experiment_id, *(w for w, _ in sample)]
             )
-            naive_run = NaiveRun(
-                session.client,
-                session.address,
-                len(run_ids),
-                options.workers,
-                settings.temporal.workflow_sandbox,
-                settings.sandbox.resolved_experiment_parallelism,
-            )
-            batch = batch_size(settings.sandbox.run_batch_size, naive_run.parallel)
-            floors = (
-                {b: await naive(naive_run, True, b) for b in {1, batch}} if options.floor else {}
-            )
-            if baseline:
-                naive_s, naive_events = await naive(naive_run)
-        counts = store.count_runs(spec.experiment_id)
-        cells = len(run_ids)
-        print(f"machine: {platform.node()} {platform.machine()}, {_cpus()} cores")
-        print(f"cells: {cells} ({cases} cases x {arms} arms x {trials} trials), provider process")
-        placement = "local activities" if options.local_stage_max_s else "regular activities"
-        runner = "sandboxed" if settings.temporal.workflow_sandbox else "unsandboxed"
-        print(
-            f"worker processes: {options.workers}; execute/collect/score as {placement}; "
-            f"{runner} workflow runner (both designs); {len(executions)} run workflows "
-            f"(up to {max(len(runs) for _, runs in executions)} cells each)"
+        events = await history_events_per_cell(
+            session.client, spec.experiment_id, [w for w, _ in executions], len(run_ids)
         )
-        print(f"stored results: {sum(counts.values())} {dict(counts)}; scored {progress.scored}")
-        print(f"cells in flight: {naive_run.parallel} (both designs)")
-        print(f"wall time: {elapsed:.1f} s")
-        print(f"cells per second: {cells / elapsed:.1f}")
-        print(f"history events per cell: {events:.1f}")
-        for size, (floor_s, floor_events) in sorted(floors.items()):
-            print(
-                f"floor ({size} cell(s) per child workflow, five local activities each, no work): "
-                f"{floor_s:.1f} s, {cells / floor_s:.1f} cells/s, {floor_events:.1f} events/cell"
-            )
+        if isinstance(provider, LocalProvider) and provider.pool is not None:
+            await provider.pool.drain()  # its shells are mounted disks: none left behind
+        naive_run = NaiveRun(
+            session.client,
+            session.address,
+            len(run_ids),
+            options.workers,
+            settings.temporal.workflow_sandbox,
+            settings.sandbox.resolved_experiment_parallelism,
+        )
+        batch = batch_size(settings.sandbox.run_batch_size, naive_run.parallel)
+        floors = {b: await naive(naive_run, True, b) for b in {1, batch}} if options.floor else {}
         if baseline:
-            print(
-                f"naive baseline (5 sequential trivial activities per child, same server and "
-                f"worker processes): "
-                f"{naive_s:.1f} s, {cells / naive_s:.1f} cells/s, {naive_events:.1f} events/cell"
-            )
-            print(f"ratio naive / evalbot wall time: {naive_s / elapsed:.2f}")
-
-
-def _cpus() -> int:
-    import os
-
-    return os.cpu_count() or 1
+            naive_s, naive_events = await naive(naive_run)
+    counts = store.count_runs(spec.experiment_id)
+    cells = len(run_ids)
+    print(f"machine: {machine()}; commit {commit()}; after: {load()}")
+    print(
+        f"cells: {cells} ({cases} cases x {arms} arms x {trials} trials), "
+        f"provider {options.provider}"
+    )
+    placement = "local activities" if options.local_stage_max_s else "regular activities"
+    runner = "sandboxed" if settings.temporal.workflow_sandbox else "unsandboxed"
+    print(
+        f"worker processes: {options.workers}; execute/collect/score as {placement}; "
+        f"{runner} workflow runner (both designs); {len(executions)} run workflows "
+        f"(up to {max(len(runs) for _, runs in executions)} cells each)"
+    )
+    print(f"stored results: {sum(counts.values())} {dict(counts)}; scored {progress.scored}")
+    print(f"cells in flight: {naive_run.parallel} (both designs)")
+    print(f"wall time: {elapsed:.1f} s")
+    print(f"cells per second: {cells / elapsed:.1f}")
+    print(
+        f"worker CPU per cell (this process + the helpers it waited for, e.g. mkfs, mount; "
+        f"not the detached runners): {1000 * cpu / cells:.1f} ms"
+    )
+    print(f"history events per cell: {events:.1f}")
+    for size, (floor_s, floor_events) in sorted(floors.items()):
+        print(
+            f"floor ({size} cell(s) per child workflow, five local activities each, no work): "
+            f"{floor_s:.1f} s, {cells / floor_s:.1f} cells/s, {floor_events:.1f} events/cell"
+        )
+    if baseline:
+        print(
+            f"naive baseline (5 sequential trivial activities per child, same server and "
+            f"worker processes): "
+            f"{naive_s:.1f} s, {cells / naive_s:.1f} cells/s, {naive_events:.1f} events/cell"
+        )
+        print(f"ratio naive / evalbot wall time: {naive_s / elapsed:.2f}")
+    if peaks is not None:
+        print("\n".join(peaks.lines()))
+        name, largest_events, largest_bytes = largest
+        print(
+            f"largest workflow history (the experiment's and 40 sampled run workflows'): "
+            f"{name}: {largest_events} events, {largest_bytes / 1024:.0f} KiB"
+        )
+    if timer.samples:
+        print("\n".join(["per-stage time of a local sandbox:", *stage_lines(timer, cells)]))
 
 
 if __name__ == "__main__":
@@ -237,12 +295,24 @@ if __name__ == "__main__":
     parser.add_argument("--arms", type=int, default=4)
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--provider", choices=["process", "local", "modal"], default="process")
+    parser.add_argument("--mkfs-per-sandbox", action="store_true")
+    parser.add_argument("--warm-pool", type=int, default=0, help="EVALBOT_WARM_POOL_SIZE (local)")
     parser.add_argument("--local-stage-max-s", type=int, default=120)
     parser.add_argument("--skip-baseline", action="store_true")
     parser.add_argument("--workflow-sandbox", action="store_true")
     parser.add_argument("--floor", action="store_true")
+    parser.add_argument(
+        "--memory", action="store_true", help="peak RSS of the workers and the dev server"
+    )
     parser.add_argument("--parallelism", type=int, default=0)
     parser.add_argument(
         "--run-batch", type=int, default=SandboxSettings.model_fields["run_batch_size"].default
     )
-    asyncio.run(main(parser.parse_args()))
+    parsed = parser.parse_args()
+    if parsed.provider == "modal":
+        sys.exit(
+            "--provider modal: run benchmarks/modal_engine.py (the engine on the Modal test "
+            "server, with Modal's start latency and rate limits)"
+        )
+    asyncio.run(main(parsed))

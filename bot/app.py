@@ -9,12 +9,13 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from bot import composition, dashboard
+from bot.dashboard.pages import compile_templates
 from bot.dashboard.security import SecurityMiddleware
 from bot.github.gateway import RepoGateway
 from bot.github.github_auth import GitHubConfigError
 from bot.github.github_client import GitHubClients
 from bot.launcher import Launcher, TemporalLauncher
-from bot.metrics import metrics_router
+from bot.metrics import AppMetrics, DeliveryCounter, MeteredLauncher, metrics_router
 from bot.service import EvalService
 from bot.webhooks.deliveries import DeliveryGate, DeliveryLog
 from bot.webhooks.endpoint import webhook_api
@@ -30,35 +31,56 @@ def create_app(
     store: DeliveryLog,
     *,
     github: GitHubClients | None = None,
+    webhook: bool = True,
 ) -> FastAPI:
-    """The webhook app; GitHubConfigError when the webhook secret or credentials are unset."""
-    secret = webhook_secret(settings)
+    """The webhook app; GitHubConfigError when the webhook secret or credentials are unset.
+    Without `webhook` (`evalbot serve --dashboard-only`): the dashboard and /metrics only, and
+    no GitHub setting is needed."""
     spend = store if isinstance(store, Store) else None  # the daily cap counts spend there
-    service = build_service(settings, launcher, github or GitHubClients(settings), spend)
     app = FastAPI(title="evalbot", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(SecurityMiddleware, settings=settings)  # headers, CSRF (docs/dashboard.md)
     app.state.settings = settings  # the dashboard's dependencies read these (bot/dashboard/deps.py)
     app.state.store = spend if spend is not None else Store.from_settings(settings)
+    metrics = app.state.metrics = AppMetrics(app.state.store.engine)  # docs/deploy.md, "Metrics"
+    launcher = MeteredLauncher(launcher, metrics)
     app.state.blobs = open_blob_store(settings)  # run outputs by key (docs/store.md, "Blobs")
-    app.include_router(
-        webhook_api(
-            secret,
-            settings.github.max_body_bytes,
-            build_router(),
-            service,
-            DeliveryGate(store, settings.github.delivery_lease_s),
-        )
-    )
-
+    app.state.launcher = launcher  # the live progress asks it (bot/dashboard/live_routes.py)
+    if webhook:
+        add_webhook(app, settings, launcher, store, github)
     for router in dashboard.ROUTERS:  # /dashboard (docs/dashboard.md)
         app.include_router(router)
-    app.include_router(metrics_router(store, settings))  # GET /metrics, with its own token
+    compile_templates()  # now, not on a visitor's first page
+    app.include_router(metrics_router(metrics, settings))  # GET /metrics, with its own token
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
     return app
+
+
+def add_webhook(
+    app: FastAPI,
+    settings: Settings,
+    launcher: Launcher,
+    store: DeliveryLog,
+    github: GitHubClients | None,
+) -> None:
+    """POST /github/webhook, with its delivery counts (GitHubConfigError when unconfigured)."""
+    secret = webhook_secret(settings)
+    spend = store if isinstance(store, Store) else None
+    service = build_service(settings, launcher, github or GitHubClients(settings), spend)
+    routes = build_router()
+    app.add_middleware(DeliveryCounter, metrics=app.state.metrics, known=routes.knows)
+    app.include_router(
+        webhook_api(
+            secret,
+            settings.github.max_body_bytes,
+            routes,
+            service,
+            DeliveryGate(store, settings.github.delivery_lease_s),
+        )
+    )
 
 
 def app_from_environment() -> FastAPI:

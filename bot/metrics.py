@@ -1,127 +1,169 @@
-"""`GET /metrics` in the Prometheus text format (version 0.0.4).
+"""The web app's metrics, through prometheus_client (docs/deploy.md, "Metrics").
 
-Everything comes from the store, so every web process answers alike and a restart loses nothing:
-experiments by state, cells by state, judge errors, spend (agent and sandbox, USD), and sandbox
-provisioning latency. Provisioning happens in the workers, not here, so each run carries its
-latency into the store (`RunResult.provision_s`, measured by the `provision` activity); the
-histogram covers every stored run that has one. It is cumulative like a Prometheus counter, so
-`rate()` and `histogram_quantile()` give recent latency (docs/dashboard.md). One query each, cheap
-at any size. Aggregates only, but spend and volumes are nobody else's business: every request needs
-the metrics token (settings.dashboard.metrics_token) as `Authorization: Bearer TOKEN` or as the
-password of Basic auth (Prometheus' `authorization` or `basic_auth`); without one configured,
-/metrics refuses everyone.
+Counted as things happen, in the process: webhook deliveries by event and HTTP status, and
+experiments the bot started, reran or cancelled. The one thing read at scrape time is
+`evalbot_experiments{state}`, a single GROUP BY over the experiments table; the runs table is never
+read (runs are counted by the workers as they store them: workflows/engine/telemetry.py).
+
+With `serve --processes N` every process counts into prometheus_client's multiprocess files
+(PROMETHEUS_MULTIPROC_DIR, set by `serve` for its processes), so any process, or the single
+listener at EVALBOT_METRICS_APP_ADDRESS, answers for all of them.
+
+GET /metrics on the app's port needs the metrics token (settings.dashboard.metrics_token) as
+`Authorization: Bearer TOKEN` or as the password of Basic auth (Prometheus' `authorization` or
+`basic_auth`); without one configured, it refuses everyone.
 """
 
 from __future__ import annotations
 
 import base64
 import hmac
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import PlainTextResponse
-from sqlalchemy import Connection, case, func, select
+from fastapi.responses import PlainTextResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from bot.launcher import Launcher
+from bot.webhooks.endpoint import PATH
+from workflows.catalog.models import ExperimentSpec
+from workflows.engine.types import Progress
 from workflows.settings import Settings
-from workflows.store import Store
-from workflows.store.engine import make_engine
-from workflows.store.tables import experiments, runs
+from workflows.store.tables import experiments
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
-PROVISION = "evalbot_sandbox_provision_seconds"
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's own variable
 
 
-def _num(value: float) -> str:
-    return repr(float(value)) if value != int(value) else f"{int(value)}.0"
+class ExperimentStates(Collector):
+    """`evalbot_experiments{state}`: one GROUP BY over the experiments table per scrape."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def collect(self) -> Iterable[Metric]:
+        family = GaugeMetricFamily("evalbot_experiments", "Experiments by state.", labels=["state"])
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(experiments.c.status, func.count()).group_by(experiments.c.status)
+            ).all()
+        for state, count in sorted(rows):
+            family.add_metric([state], count)
+        yield family
 
 
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+def scrape_registry(engine: Engine | None, counters: CollectorRegistry | None) -> CollectorRegistry:
+    """What a scrape answers: `counters` (this process's), or every process's multiprocess files
+    when None; plus the experiments by state when `engine` is given."""
+    registry = counters if counters is not None else CollectorRegistry()
+    if counters is None:
+        MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    if engine is not None:
+        registry.register(ExperimentStates(engine))
+    return registry
 
 
-def render_metrics(engine: Engine) -> str:
-    with engine.connect() as connection:
-        by_experiment_state = connection.execute(
-            select(experiments.c.status, func.count()).group_by(experiments.c.status)
-        ).all()
-        by_cell_state = connection.execute(
-            select(
-                runs.c.status, func.count(), func.coalesce(func.sum(runs.c.cost_usd), 0.0)
-            ).group_by(runs.c.status)
-        ).all()
-        sandbox_rows = connection.execute(
-            select(runs.c.sandbox_usage).where(runs.c.sandbox_usage.is_not(None))
-        ).all()
-        provisioning = _provisioning_lines(connection)
-    lines = [
-        "# HELP evalbot_experiments Experiments by state.",
-        "# TYPE evalbot_experiments gauge",
-    ]
-    lines += [
-        f'evalbot_experiments{{state="{_label(s)}"}} {n}' for s, n in sorted(by_experiment_state)
-    ]
-    lines += [
-        "# HELP evalbot_cells Finished cells (stored runs) by state.",
-        "# TYPE evalbot_cells gauge",
-    ]
-    lines += [f'evalbot_cells{{state="{_label(s)}"}} {n}' for s, n, _ in sorted(by_cell_state)]
-    judge_errors = sum(n for s, n, _ in by_cell_state if s == "judge_error")
-    agent_spend = sum(float(c) for _, _, c in by_cell_state)
-    sandbox_spend = sum(float((row[0] or {}).get("cost_usd", 0.0)) for row in sandbox_rows)
-    lines += [
-        "# HELP evalbot_judge_errors_total Runs whose grading failed (judge_error).",
-        "# TYPE evalbot_judge_errors_total counter",
-        f"evalbot_judge_errors_total {judge_errors}",
-        "# HELP evalbot_spend_usd_total Money spent by stored runs, by kind.",
-        "# TYPE evalbot_spend_usd_total counter",
-        f'evalbot_spend_usd_total{{kind="agent"}} {_num(agent_spend)}',
-        f'evalbot_spend_usd_total{{kind="sandbox"}} {_num(sandbox_spend)}',
-        f"# HELP {PROVISION} Sandbox provisioning latency of stored runs (RunResult.provision_s).",
-        f"# TYPE {PROVISION} histogram",
-        *provisioning,
-    ]
-    return "\n".join(lines) + "\n"
+class AppMetrics:
+    """The web process's counters and the registry a scrape reads (`self.registry`)."""
+
+    def __init__(self, engine: Engine | None, *, multiprocess: bool | None = None) -> None:
+        if multiprocess is None:
+            multiprocess = bool(os.environ.get(MULTIPROC_ENV))
+        own = None if multiprocess else CollectorRegistry()
+        self.deliveries = Counter(
+            "evalbot_webhook_deliveries", "Webhook deliveries by event and HTTP status.",
+            ["event", "code"], registry=own,
+        )  # fmt: skip
+        self.experiments = Counter(
+            "evalbot_bot_experiments", "Experiments the bot started, reran or cancelled.",
+            ["action"], registry=own,
+        )  # fmt: skip
+        self.registry = scrape_registry(engine, own)
+
+    def scrape(self) -> bytes:
+        return generate_latest(self.registry)
 
 
-def _provisioning_lines(connection: Connection) -> list[str]:
-    """Cumulative buckets, sum and count over stored runs with a provisioning time, in one query
-    (COUNT skips the NULLs: runs that never had a sandbox, or stored before migration 0006)."""
-    seconds = runs.c.provision_s
-    within = [func.count(case((seconds <= bound, 1))) for bound in BUCKETS]
-    row = connection.execute(
-        select(func.count(seconds), func.coalesce(func.sum(seconds), 0.0), *within)
-    ).one()
-    count, total, counts = int(row[0]), float(row[1]), [int(n) for n in row[2:]]
-    lines = [
-        f'{PROVISION}_bucket{{le="{_num(b)}"}} {n}' for b, n in zip(BUCKETS, counts, strict=True)
-    ]
-    lines += [
-        f'{PROVISION}_bucket{{le="+Inf"}} {count}',
-        f"{PROVISION}_sum {_num(total)}",
-        f"{PROVISION}_count {count}",
-    ]
-    return lines
+class MeteredLauncher:
+    """A `Launcher` that counts what it hands to Temporal (`evalbot_bot_experiments`)."""
+
+    def __init__(self, launcher: Launcher, metrics: AppMetrics) -> None:
+        self._launcher = launcher
+        self._metrics = metrics
+
+    async def start(self, spec: ExperimentSpec, reporter: dict[str, Any]) -> str:
+        started = await self._launcher.start(spec, reporter)
+        self._metrics.experiments.labels("started").inc()
+        return started
+
+    async def cancel(self, experiment_id: str) -> bool:
+        cancelled = await self._launcher.cancel(experiment_id)
+        if cancelled:
+            self._metrics.experiments.labels("cancelled").inc()
+        return cancelled
+
+    async def rerun(self, experiment_id: str, reporter: dict[str, Any]) -> str:
+        rerun = await self._launcher.rerun(experiment_id, reporter)
+        self._metrics.experiments.labels("rerun").inc()
+        return rerun
+
+    async def status(self, experiment_id: str) -> Progress | None:
+        return await self._launcher.status(experiment_id)
+
+    async def find(self, prefix: str, *, running_only: bool = True) -> list[str]:
+        return await self._launcher.find(prefix, running_only=running_only)
 
 
-def metrics_router(given_store: object, settings: Settings) -> APIRouter:
-    engine = (
-        given_store.engine
-        if isinstance(given_store, Store)
-        else make_engine(settings.resolved_database_url)
-    )
+class DeliveryCounter:
+    """ASGI middleware counting webhook deliveries by event and status (pure ASGI: nothing else
+    is buffered). The event is a label only when the router knows it: no unbounded series."""
+
+    def __init__(self, app: ASGIApp, metrics: AppMetrics, known: Callable[[str], bool]) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.known = known
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != PATH:
+            await self.app(scope, receive, send)
+            return
+        status = 500
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            headers = dict(scope.get("headers") or [])
+            event = headers.get(b"x-github-event", b"").decode("latin-1")
+            label = event if event == "ping" or self.known(event) else "other"
+            self.metrics.deliveries.labels(label, str(status)).inc()
+
+
+def metrics_router(metrics: AppMetrics, settings: Settings) -> APIRouter:
     router = APIRouter()
 
     @router.get("/metrics")
-    def metrics(request: Request) -> PlainTextResponse:
+    def scrape(request: Request) -> Response:
         if not metrics_authorized(settings, request.headers.get("authorization", "")):
             return PlainTextResponse(
                 "/metrics needs the metrics token (EVALBOT_DASHBOARD_METRICS_TOKEN) as a Bearer "
-                "token or Basic password",
+                "token or Basic password, or scrape EVALBOT_METRICS_APP_ADDRESS",
                 status_code=401,
                 headers={"WWW-Authenticate": 'Bearer, Basic realm="evalbot metrics"'},
             )
-        return PlainTextResponse(render_metrics(engine), media_type=CONTENT_TYPE)
+        return Response(metrics.scrape(), media_type=CONTENT_TYPE_LATEST)
 
     return router
 

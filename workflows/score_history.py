@@ -52,7 +52,8 @@ def is_main_evaluation(record: ExperimentRecord) -> bool:
 
 
 def mean_interval(by_case: dict[str, list[float]], confidence: float = 0.95) -> MeanInterval:
-    """Mean over cases of each case's trial mean, with a t interval over cases."""
+    """Mean over cases of each case's trial mean, with a t interval over cases, clipped to the
+    scores' range [0, 1] (a t interval on few cases near 0 or 1 otherwise leaves it)."""
     means = [sum(v) / len(v) for v in by_case.values() if v]
     n = len(means)
     if n == 0:
@@ -62,7 +63,8 @@ def mean_interval(by_case: dict[str, list[float]], confidence: float = 0.95) -> 
         return MeanInterval(mean=mean, ci_low=None, ci_high=None, n_cases=n)
     variance = sum((m - mean) ** 2 for m in means) / (n - 1)
     half = float(scipy_stats.t.ppf(0.5 + confidence / 2, n - 1)) * math.sqrt(variance / n)
-    return MeanInterval(mean=mean, ci_low=mean - half, ci_high=mean + half, n_cases=n)
+    low, high = max(0.0, mean - half), min(1.0, mean + half)
+    return MeanInterval(mean=mean, ci_low=low, ci_high=high, n_cases=n)
 
 
 def history_point(record: ExperimentRecord, runs: list[RunResult]) -> HistoryPoint:

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -74,6 +74,16 @@ class TemporalSettings(_Group):
         None, description="host:port of a Temporal cluster; unset = start the embedded dev server."
     )
     namespace: str = Field("default", description="Temporal namespace of the experiments.")
+    api_key: SecretStr | None = Field(
+        None,
+        description="API key for a Temporal Cloud namespace (sent as a Bearer token; turns TLS "
+        "on). Unset: no key (self-hosted cluster, dev server).",
+    )
+    tls: bool | None = Field(
+        None,
+        description="TLS to the cluster with the system's CA roots; unset = on exactly when an "
+        "API key is set.",
+    )
     run_task_queue: str = Field(
         "evalbot-runs",
         validation_alias="EVALBOT_RUN_TASK_QUEUE",
@@ -106,6 +116,26 @@ class TemporalSettings(_Group):
         description="On SIGTERM or SIGINT, how long `evalbot worker` and `evalbot serve` let "
         "in-flight activities and requests finish before cancelling them (a cancelled stage is "
         "retried by another worker); then they stop their children and exit 0 (docs/deploy.md).",
+    )
+    host_affinity: bool = Field(
+        False,
+        validation_alias="EVALBOT_HOST_AFFINITY",
+        description="Route each run's execute, collect and teardown to the worker host that "
+        "provisioned its sandbox (its own task queue); turn on when several hosts run the local "
+        'or process provider against one cluster (docs/engine.md, "Host queues").',
+    )
+    host_id: str = Field(
+        "",
+        validation_alias="EVALBOT_HOST_ID",
+        description="This worker host's stable id, naming its host task queue "
+        "(`<run_task_queue>@<host_id>`); empty = the hostname and a hash of `data_dir`.",
+    )
+    host_lost_s: int = Field(
+        60,
+        ge=1,
+        validation_alias="EVALBOT_HOST_LOST_S",
+        description="A host-queue stage no worker of that host starts within this long means the "
+        "host is gone: the run is provisioned again on another host (docs/engine.md).",
     )
     workflow_sandbox: bool = Field(
         False,
@@ -141,6 +171,12 @@ class StoreSettings(_Group):
         "",
         validation_alias="EVALBOT_BLOB_REGION",
         description="S3 region; unset = AWS_REGION / AWS_DEFAULT_REGION, else us-east-1.",
+    )
+    shared_limits: bool = Field(
+        True,
+        validation_alias="EVALBOT_SHARED_LIMITS",
+        description="judge.rate_per_s and modal.creates_per_s hold for every process using this "
+        "database together (a bucket row each); false = each process on its own.",
     )
 
 
@@ -197,9 +233,12 @@ class SandboxSettings(_Group):
         "worker's sandbox slots for on-machine providers, 500 for cloud providers.",
     )
     poll_interval_s: float = Field(
-        1.0,
+        0.0,
+        ge=0,
         validation_alias="EVALBOT_POLL_INTERVAL_S",
-        description="How often execute polls /out/.state.json.",
+        description="The longest wait between execute's polls of /out/.state.json (they start "
+        "at 20 ms and double); 0 = 1 s on this machine, 5 s on Modal, where a poll is four "
+        "API calls.",
     )
     local_stage_max_s: int = Field(
         120,
@@ -271,6 +310,12 @@ class SandboxSettings(_Group):
         return 16 if self.provider == "modal" else 2
 
     @property
+    def resolved_poll_interval_s(self) -> float:
+        if self.poll_interval_s > 0:
+            return self.poll_interval_s
+        return 5.0 if self.provider == "modal" else 1.0
+
+    @property
     def resolved_experiment_parallelism(self) -> int:
         """Runs in flight per experiment. On one machine, more than the worker can run only
         creates idle sandboxes, so the default is two per slot (one running, one ready)."""
@@ -292,7 +337,10 @@ class ModalSettings(_Group):
         "", description="Image builds start from: im-... id or published name; unset = debian_slim."
     )
     creates_per_s: float = Field(
-        5.0, ge=0, description="Sandbox creations per second from one worker; 0 = no cap."
+        5.0,
+        ge=0,
+        description="Sandbox creations per second, all workers together (store.shared_limits); "
+        "0 = no cap.",
     )
     max_starting: int = Field(
         100, ge=0, description="Sandboxes starting at once per worker; 0 = no cap."
@@ -389,8 +437,13 @@ class JudgeSettings(_Group):
         "OPENAI_API_KEY",
         description="Key name of the judge API key inside EVALBOT_JUDGE_SECRET_GROUP.",
     )
-    rate_per_s: float = Field(5.0, ge=0, description="Judge requests per second; 0 = no cap.")
-    burst: int = Field(1, ge=1, description="Judge requests allowed back to back.")
+    rate_per_s: float = Field(
+        5.0,
+        ge=0,
+        description="Judge requests per second, all workers together (store.shared_limits); "
+        "0 = no cap.",
+    )
+    burst: int = Field(1, ge=1, description="Judge requests allowed back to back (cluster-wide).")
     concurrency: int = Field(4, ge=1, description="Judge requests in flight per worker.")
     timeout_s: float = Field(60.0, gt=0, description="Per-request judge timeout.")
     max_attempts: int = Field(6, ge=1, description="Tries per request (429, 5xx, timeouts).")
@@ -522,6 +575,46 @@ class DashboardSettings(_Group):
     )
 
 
+class MetricsSettings(_Group):
+    """Where Prometheus scrapes the processes (docs/deploy.md, "Metrics"). The web app always has
+    GET /metrics on its own port, behind EVALBOT_DASHBOARD_METRICS_TOKEN; each address here is an
+    extra listener without a token, for a private interface."""
+
+    model_config = _group_config("metrics")
+
+    app_address: str | None = Field(
+        None,
+        description="host:port where `evalbot serve` also serves its metrics without a token "
+        "(one listener for all --processes); unset: only the token-protected /metrics.",
+    )
+    worker_address: str | None = Field(
+        None,
+        description="host:port where `evalbot worker` serves its metrics (no token: bind a "
+        "private interface); unset: the worker exports none.",
+    )
+    temporal_address: str | None = Field(
+        None,
+        description="host:port where the worker's Temporal SDK metrics are served (its "
+        "Prometheus exporter); unset: none.",
+    )
+    queue_depth_interval_s: float = Field(
+        15.0,
+        ge=0,
+        description="How often a worker with metrics reads its task queues' backlog "
+        "(evalbot_task_queue_backlog); 0: never.",
+    )
+
+    @field_validator("app_address", "worker_address", "temporal_address")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        host, _, port = value.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"'{value}' is not host:port (e.g. 0.0.0.0:9464)")
+        return value
+
+
 class BudgetSettings(_Group):
     """Default budgets and the daily cap (workflows/experiment_budget.py, docs/cli.md)."""
 
@@ -573,6 +666,7 @@ class Settings(BaseSettings):
         "judge",
         "secrets",
         "dashboard",
+        "metrics",
         "budget",
     )
 
@@ -587,6 +681,7 @@ class Settings(BaseSettings):
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     secrets: SecretsSettings = Field(default_factory=SecretsSettings)
     dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
 
     @classmethod

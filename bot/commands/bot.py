@@ -4,10 +4,14 @@ to a cluster) and `evalbot action` (one event, run to the end inside the Actions
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -22,6 +26,8 @@ from bot.github.github_auth import GitHubConfigError
 from bot.github.github_client import GitHubClients
 from bot.github.github_types import PayloadError
 from bot.launcher import TemporalLauncher
+from bot.metrics import MULTIPROC_ENV, scrape_registry
+from bot.metrics_server import serving
 from bot.webhooks.routes import build_router
 from bot.webhooks.routing import Event, Router
 from workflows.settings import Settings
@@ -43,25 +49,29 @@ from workflows.store import Store
     show_default=True,
     help="Web processes sharing the port (needs EVALBOT_TEMPORAL_ADDRESS).",
 )
+@click.option(
+    "--dashboard-only",
+    is_flag=True,
+    help="Serve the dashboard and /metrics without the webhook: no GitHub setting needed.",
+)
 @click.pass_obj
 @command_errors
-def serve_command(settings: Settings, host: str, port: int, workers: bool, processes: int) -> None:
-    """Serve the GitHub webhook at POST /github/webhook (and GET /healthz).
+def serve_command(
+    settings: Settings, host: str, port: int, workers: bool, processes: int, dashboard_only: bool
+) -> None:
+    """Serve the GitHub webhook at POST /github/webhook, the dashboard and GET /healthz.
 
-    Needs EVALBOT_GITHUB_WEBHOOK_SECRET and GitHub credentials (App or token). With
-    EVALBOT_TEMPORAL_ADDRESS unset, a dev server and the workers run in this process."""
-    try:
-        webhook_secret(settings)
-        clients = GitHubClients(settings)
-    except GitHubConfigError as error:
-        raise CommandError.bad_input(str(error)) from None
-    if processes > 1 and (workers or not settings.temporal.address):
+    Needs EVALBOT_GITHUB_WEBHOOK_SECRET and GitHub credentials (App or token), unless
+    --dashboard-only. With EVALBOT_TEMPORAL_ADDRESS unset, a dev server and the workers run in
+    this process."""
+    clients = None if dashboard_only else _github_clients(settings)
+    if processes > 1 and (workers or dashboard_only or not settings.temporal.address):
         raise CommandError.bad_input(
-            "--processes above 1 needs EVALBOT_TEMPORAL_ADDRESS and no --workers"
+            "--processes above 1 needs EVALBOT_TEMPORAL_ADDRESS, no --workers and the webhook"
         )
     store = composition.open_store(settings)  # migrates the database once, before any process
     if processes > 1:
-        _serve_processes(settings, host, port, processes)
+        _serve_processes(settings, store, host, port, processes)
         return
     try:
         asyncio.run(_serve(settings, store, clients, host, port, workers))
@@ -69,9 +79,26 @@ def serve_command(settings: Settings, host: str, port: int, workers: bool, proce
         sys.exit(0)
 
 
-def _serve_processes(settings: Settings, host: str, port: int, processes: int) -> None:
-    """Processes share one socket; each builds its app from the same environment."""
+def _github_clients(settings: Settings) -> GitHubClients:
+    try:
+        webhook_secret(settings)
+        return GitHubClients(settings)
+    except GitHubConfigError as error:
+        raise CommandError.bad_input(str(error)) from None
+
+
+def _serve_processes(
+    settings: Settings, store: Store, host: str, port: int, processes: int
+) -> None:
+    """Processes share one socket; each builds its app from the same environment. Their metrics
+    go to one multiprocess folder, so any of them (or the listener at
+    EVALBOT_METRICS_APP_ADDRESS, served from here) answers for all."""
     click.echo(f"evalbot serve: http://{host}:{port}/github/webhook ({processes} processes)")
+    with _multiprocess_metrics(), _app_metrics_listener(settings, store, None):
+        _run_processes(settings, host, port, processes)
+
+
+def _run_processes(settings: Settings, host: str, port: int, processes: int) -> None:
     uvicorn.run(
         "bot.app:app_from_environment",
         factory=True,
@@ -85,7 +112,12 @@ def _serve_processes(settings: Settings, host: str, port: int, processes: int) -
 
 
 async def _serve(
-    settings: Settings, store: Store, clients: GitHubClients, host: str, port: int, workers: bool
+    settings: Settings,
+    store: Store,
+    clients: GitHubClients | None,
+    host: str,
+    port: int,
+    workers: bool,
 ) -> None:
     stop = stopping.stop_requested()  # from here on SIGTERM/SIGINT stop cleanly (docs/deploy.md)
     if settings.temporal.address and not workers:  # the web process alone: no sandboxes here
@@ -108,15 +140,16 @@ async def _serve(
 async def _serve_app(
     settings: Settings,
     store: Store,
-    clients: GitHubClients,
+    clients: GitHubClients | None,
     host: str,
     port: int,
     launcher: TemporalLauncher,
     stop: asyncio.Event,
 ) -> None:
-    app = create_app(settings, launcher, store, github=clients)
+    app = create_app(settings, launcher, store, github=clients, webhook=clients is not None)
     where = settings.temporal.address or "embedded dev server, workers in this process"
-    click.echo(f"evalbot serve: http://{host}:{port}/github/webhook (Temporal: {where})")
+    path = "/github/webhook" if clients is not None else "/dashboard (no webhook)"
+    click.echo(f"evalbot serve: http://{host}:{port}{path} (Temporal: {where})")
     config = uvicorn.Config(
         app,
         host=host,
@@ -125,8 +158,44 @@ async def _serve_app(
         access_log=False,
         timeout_graceful_shutdown=_grace_s(settings),
     )
-    if not stop.is_set():  # a signal during start-up: nothing to serve
+    if stop.is_set():  # a signal during start-up: nothing to serve
+        return
+    with _app_metrics_listener(settings, store, app):  # MetricsAddressError: one sentence
         await stopping.StoppableServer(config).serve_until(stop)
+
+
+@contextlib.contextmanager
+def _multiprocess_metrics() -> Iterator[None]:
+    """A fresh PROMETHEUS_MULTIPROC_DIR for this serve's processes (they inherit it), removed
+    after them: counters of an earlier serve never leak into this one."""
+    folder = tempfile.mkdtemp(prefix="evalbot-metrics-")
+    previous = os.environ.get(MULTIPROC_ENV)
+    os.environ[MULTIPROC_ENV] = folder
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(MULTIPROC_ENV, None)
+        else:
+            os.environ[MULTIPROC_ENV] = previous
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _app_metrics_listener(settings: Settings, store: Store, app: Any) -> Iterator[None]:
+    """The app's metrics at EVALBOT_METRICS_APP_ADDRESS, without a token: `app`'s registry, or
+    (None) every process's multiprocess files. Nothing when unset."""
+    address = settings.metrics.app_address
+    if not address:
+        yield
+        return
+    registry = app.state.metrics.registry if app is not None else None
+    with serving(
+        address,
+        registry or scrape_registry(store.engine, None),
+        "EVALBOT_METRICS_APP_ADDRESS",
+    ):
+        yield
 
 
 def _grace_s(settings: Settings) -> int:

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from bot import composition, demo, stopping
+from bot.commands import demo_cli
 from bot.commands.errors import CommandError, command_errors
 from bot.commands.plan_flags import ExperimentFlags, experiment_options
 from bot.commands.run_budget import budget_labels, estimate_line
@@ -322,11 +323,22 @@ COMMANDS: list[click.Command] = [
     multiple=True,
     help="Only this case of `bar` (ID or tag:T; repeatable): a smaller demo.",
 )
+@click.option(
+    "--history/--no-history",
+    default=True,
+    show_default=True,
+    help="Also record a short history of main (3 small main evaluations) for the dashboard.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (notes on stderr).")
 @click.pass_obj
 @command_errors
 def demo_command(
-    settings: Settings, trials: int, output: Path, cases: tuple[str, ...], as_json: bool
+    settings: Settings,
+    trials: int,
+    output: Path,
+    cases: tuple[str, ...],
+    history: bool,
+    as_json: bool,
 ) -> None:
     """Evaluate the sample legal agent: main vs a PR branch, dataset `bar`, on this machine.
     Runs from any folder: the agent, dataset and world ship with evalbot."""
@@ -358,6 +370,15 @@ def demo_command(
         click.echo(f"\nsandbox: {note}", err=as_json)
     demo.write_results(folder, markdown, report.model_dump(mode="json"))
     click.echo(f"\ndemo: report.md and results.json are in {folder}", err=as_json)
+    if history:
+        demo_cli.record_demo_history(
+            settings,
+            repo,
+            base,
+            spec_cases,
+            lambda s: run_experiment(settings, store, s, quiet=True),
+        )
+    demo_cli.print_dashboard(settings, spec.experiment_id, matter.dataset, err=as_json)
 
 
 COMMANDS.append(demo_command)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 @contextlib.contextmanager
 def _jobs(settings: Settings) -> Iterator[PrewarmJobs]:
+    from bot.composition import share_creation_rate
     from infra.prewarm import PrewarmJobs
     from workflows.providers import create_provider
     from workflows.store import Store
@@ -38,8 +39,10 @@ def _jobs(settings: Settings) -> Iterator[PrewarmJobs]:
     store = Store.from_settings(settings)
     store.migrate()
     records = PrewarmRecords(settings.resolved_database_url)
+    provider = create_provider(settings)
+    share_creation_rate(provider, settings, store)  # builds count against the cluster's rate
     try:
-        yield PrewarmJobs(create_provider(settings), records, store, settings.data_dir / "repos")
+        yield PrewarmJobs(provider, records, store, settings.data_dir / "repos")
     finally:
         records.close()
         store.close()

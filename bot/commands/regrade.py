@@ -65,7 +65,7 @@ def regrade_command(
     catalog = CatalogCache(Path(settings.catalog_root))
     dataset = catalog.dataset(spec.dataset)
     _check_criteria(dataset, names)
-    result = _regrade(settings, catalog, spec, runs, names)
+    result = _regrade(settings, store, catalog, spec, runs, names)
     if not dry_run:
         for run in result.updated:
             store.save_run(run)
@@ -96,12 +96,13 @@ def _check_criteria(dataset: Dataset, names: list[str]) -> None:
 
 def _regrade(
     settings: Settings,
+    store: Store,
     catalog: CatalogCache,
     spec: ExperimentSpec,
     runs: list[RunResult],
     names: list[str],
 ) -> RegradeResult:
-    judge = composition.build_judge(settings)
+    judge = composition.build_judge(settings, store)  # the cluster's judge rate
     try:
         blobs = open_blob_store(settings)
         grade = catalog_grader(catalog, spec.dataset, CaseGrader(judge), blobs)

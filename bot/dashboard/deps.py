@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import anyio
 from fastapi import APIRouter, Depends, HTTPException, Request
 
 from bot.dashboard import auth
 from workflows.blobs import BlobStore
 from workflows.catalog.names import InvalidNameError, check_name
 from workflows.settings import Settings
-from workflows.store import Store
+from workflows.store import ExperimentRecord, Store
 
 PREFIX = "/dashboard"
 
@@ -65,3 +66,11 @@ def catalog_name(kind: str, value: str) -> str:
 def signed_in_router() -> APIRouter:
     """A router under /dashboard whose every route requires a signed-in user."""
     return APIRouter(prefix=PREFIX, dependencies=[Depends(get_user)])
+
+
+async def experiment_or_404(store: Store, experiment_id: str) -> ExperimentRecord:
+    """The experiment, read off the event loop, or 404 naming it."""
+    record = await anyio.to_thread.run_sync(store.get_experiment, experiment_id)
+    if record is None:
+        raise HTTPException(404, f"no experiment '{experiment_id}'")
+    return record

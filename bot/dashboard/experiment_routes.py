@@ -6,22 +6,35 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import anyio
 from fastapi import Depends, HTTPException
 from fastapi.responses import HTMLResponse, Response
 
-from bot.dashboard.deps import BlobsDep, StoreDep, UserDep, catalog_name, signed_in_router
+from bot.dashboard.case_index import CaseFilters, case_list
+from bot.dashboard.chart_routes import pictures
+from bot.dashboard.deps import (
+    SettingsDep,
+    StoreDep,
+    UserDep,
+    catalog_name,
+    experiment_or_404,
+    signed_in_router,
+)
 from bot.dashboard.frontier_chart import frontier_svg
+from bot.dashboard.live import live_status
 from bot.dashboard.pages import page
 from bot.dashboard.run_outputs import answer_of, transcript_name
+from bot.dashboard.view_cache import CACHE, cached_report_and_table, cached_runs, version_key
 from bot.render import render_html
 from workflows.blobs import BlobStore
 from workflows.catalog.models import ExperimentSpec
 from workflows.records import RunResult
-from workflows.report import build_report
+from workflows.report import ExperimentReport
 from workflows.report.cells_export import FORMATS, MEDIA_TYPES, ExportError, cell_rows, export_cells
+from workflows.report.table import Table
 from workflows.store import ExperimentRecord, Store, StoreError
 
 BODY = re.compile(r"<body[^>]*>(.*)</body>", re.S)
@@ -60,16 +73,31 @@ async def experiments(
     return page("list.html.j2", user=user, rows=rows, filters=asdict(filters))
 
 
-@router.get("/experiments/{experiment_id}", response_class=HTMLResponse)
+@router.get("/experiments/{experiment_id:path}", response_class=HTMLResponse)
 async def experiment(
-    experiment_id: str, store: StoreDep, blobs: BlobsDep, user: UserDep
+    experiment_id: str,
+    store: StoreDep,
+    settings: SettingsDep,
+    user: UserDep,
+    filters: Annotated[CaseFilters, Depends()],
 ) -> HTMLResponse:
-    record = store.get_experiment(experiment_id)
-    if record is None:
-        raise HTTPException(404, f"no experiment '{experiment_id}'")
-    runs = await anyio.to_thread.run_sync(store.list_runs, experiment_id)
-    view = await anyio.to_thread.run_sync(experiment_view, record, runs, blobs)  # blob reads
-    return page("experiment.html.j2", user=user, record=record, **view)
+    """The report, progress (live.py) and a page of cases (case_index.py); ids may hold `/`."""
+    record = await experiment_or_404(store, experiment_id)
+    runs, view = await anyio.to_thread.run_sync(runs_and_view, store, record)
+    try:
+        cases = case_list(record, runs, settings.catalog_root, filters)
+    except ValueError as error:
+        raise HTTPException(400, str(error)) from None
+    live = live_status(record, runs, None, datetime.now(UTC))
+    return page("experiment.html.j2", user=user, record=record, live=live, **{**view, **cases})
+
+
+@router.get("/report", response_class=HTMLResponse)
+async def report_fragment(experiment: str, store: StoreDep) -> HTMLResponse:
+    """The report's table alone: the experiment page reloads it as cells finish."""
+    record = await experiment_or_404(store, experiment)
+    report, table = await anyio.to_thread.run_sync(cached_report_html, store, record)
+    return page("_report.html.j2", report=report, table=table)
 
 
 @router.get("/export/cells.{fmt}")
@@ -77,10 +105,8 @@ async def export(fmt: str, experiment: str, store: StoreDep) -> Response:
     """The experiment's rows, one per run × criterion (docs/dashboard.md), as a download."""
     if fmt not in FORMATS:
         raise HTTPException(404, f"no export format '{fmt}'; use one of {', '.join(FORMATS)}")
-    record = store.get_experiment(experiment)
-    if record is None:
-        raise HTTPException(404, f"no experiment '{experiment}'")
-    runs = await anyio.to_thread.run_sync(store.list_runs, experiment)
+    record = await experiment_or_404(store, experiment)
+    runs = await anyio.to_thread.run_sync(cached_runs, store, record)
     try:
         data = export_cells(cell_rows(record.spec, runs), fmt)
     except ExportError as error:
@@ -105,19 +131,40 @@ async def _list_experiments(store: Store, filters: ListFilters) -> list[Experime
         raise HTTPException(400, str(error)) from None
 
 
+def runs_and_view(store: Store, record: ExperimentRecord) -> tuple[list[RunResult], dict[str, Any]]:
+    """The runs and `experiment_view`, computed again only when the runs changed (view_cache)."""
+    key = version_key(store, record)
+    runs = cached_runs(store, record)
+    built = cached_report_and_table(store, record)  # shared with the chart URLs
+    html = cached_report_html(store, record)[1]  # shared with the live report (/report)
+    return runs, CACHE.get_or_build(("view", *key), lambda: experiment_view(record, *built, html))
+
+
+def cached_report_html(store: Store, record: ExperimentRecord) -> tuple[ExperimentReport, str]:
+    """The report and its diff table as HTML (bot.render's body), again only when the runs
+    changed: what the page shows and a running experiment's page reloads."""
+    report, _ = cached_report_and_table(store, record)
+    key = ("report-html", *version_key(store, record))
+    return report, CACHE.get_or_build(key, lambda: _body(render_html(report)))
+
+
+def _body(document: str) -> str:
+    match = BODY.search(document)
+    return match.group(1) if match else ""
+
+
 def experiment_view(
-    record: ExperimentRecord, runs: list[RunResult], blobs: BlobStore
+    record: ExperimentRecord, report: ExperimentReport, table: Table, report_html: str
 ) -> dict[str, Any]:
-    """The experiment page's report, its diff table (bot.render's HTML body) and cases."""
-    report = build_report(record.spec, runs)
-    match = BODY.search(render_html(report))
+    """The experiment page's report, its diff table and pictures; the cases are listed by
+    case_index.py and load their answers on demand (case_routes.py)."""
     base = report.baseline
     head = report.comparisons[0].head if report.comparisons else base
     return {
         "report": report,
-        "table": match.group(1) if match else "",
+        "table": report_html,
         "frontier": frontier_svg(report.frontier) if len(report.arms) > 1 else None,
-        "cases": side_by_side(record.spec, runs, base, head, blobs),
+        "pictures": pictures(report, record.spec, table),
         "base": base,
         "head": head,
     }

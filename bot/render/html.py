@@ -3,6 +3,8 @@ with every list in full, for the dashboard."""
 
 from __future__ import annotations
 
+import functools
+
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from bot.render import formats
@@ -13,7 +15,10 @@ from workflows.report import ExperimentReport
 TEMPLATE = "report.html.j2"
 
 
+@functools.cache
 def html_environment() -> Environment:
+    """The report's jinja2 environment, built once per process: it keeps the compiled template,
+    which takes longer to compile than a large report takes to render (docs/dashboard.md)."""
     env = Environment(
         loader=PackageLoader("bot", "templates"),
         undefined=StrictUndefined,
@@ -23,6 +28,10 @@ def html_environment() -> Environment:
     )
     env.filters.update(formats.filters())
     return env
+
+
+def compile_report_template() -> None:
+    html_environment().get_template(TEMPLATE)
 
 
 def render_html(report: ExperimentReport, *, details_url: str | None = None) -> str:

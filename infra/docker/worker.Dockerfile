@@ -17,7 +17,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
 RUN apt-get update \
  && apt-get install -y --no-install-recommends bubblewrap git tini util-linux \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --system --create-home --home-dir /var/lib/evalbot evalbot
+ && useradd --system --uid 10001 --create-home --home-dir /var/lib/evalbot evalbot
 
 WORKDIR /srv/evalbot
 COPY pyproject.toml README.md ./

@@ -33,7 +33,10 @@ def test_the_committed_results_file_passes(checker: ModuleType, document: str) -
 
 
 def test_a_figure_typed_between_markers_is_caught(checker: ModuleType, document: str) -> None:
-    edited = document.replace("after ÷ before = 0.98", "after ÷ before = 0.90")
+    typed = re.search(r"after ÷ before = (\d+\.\d+)", document)
+    assert typed is not None
+    wrong = f"{float(typed.group(1)) + 0.11:.2f}"
+    edited = document.replace(typed.group(0), f"after ÷ before = {wrong}")
     assert edited != document
     problems = checker.check(edited)
     assert any("before-after: edited by hand" in p for p in problems), problems
@@ -121,3 +124,40 @@ def test_write_section_round_trips(checker: ModuleType, tmp_path: Path) -> None:
     results_file.write_section("demo", "| a |\n|---|\n| 2 |", results)
     (section,) = results_file.sections(results.read_text())
     assert section.intact and "| 2 |" in section.text and "| 1 |" not in section.text
+
+
+def test_a_named_before_after_section_is_rederived_too(checker: ModuleType, document: str) -> None:
+    """`before_after.py --section before-after-local` writes a section of its own: checked alike."""
+    import results_file
+
+    engine = next(s for s in results_file.sections(document) if s.name == "before-after")
+    named = document + "\n" + results_file.render("before-after-local", engine.text) + "\n"
+    assert checker.check(named) == []
+    typed = re.search(r"after ÷ before = (\d+\.\d+)", engine.text)
+    assert typed is not None
+    wrong = engine.text.replace(typed.group(0), f"after ÷ before = {float(typed[1]) + 0.11:.2f}")
+    edited = document + "\n" + results_file.render("before-after-local", wrong) + "\n"
+    problems = checker.check(edited)
+    assert len(problems) == 1 and problems[0].startswith("before-after-local: the rows give")
+
+
+def test_the_machine_cpu_summary_is_rederived(checker: ModuleType, document: str) -> None:
+    """before_after.py's CPU column and its median line: written consistent, caught when a row
+    changes under it."""
+    import before_after
+    import results_file
+
+    runs = [
+        before_after.Run("before", "aaaaaaa", 100.0, 6.3, 2000, 80.0),
+        before_after.Run("after", "bbbbbbb", 99.0, 6.3, 2000, 70.0),
+        before_after.Run("after", "bbbbbbb", 98.0, 6.3, 2000, 72.0),
+        before_after.Run("before", "aaaaaaa", 101.0, 6.3, 2000, 84.0),
+    ]
+    text = before_after.section(runs, "aaaaaaa", ["--provider", "local"], "before-after-local")
+    assert "before 82.0 ms, after 71.0 ms; after ÷ before = 0.87." in text
+    written = document + "\n" + results_file.render("before-after-local", text) + "\n"
+    assert checker.check(written) == []
+    edited_rows = text.replace("| 84.0 ms |", "| 94.0 ms |")
+    edited = document + "\n" + results_file.render("before-after-local", edited_rows) + "\n"
+    problems = checker.check(edited)
+    assert len(problems) == 1 and "before 87.0 ms, after 71.0 ms" in problems[0]

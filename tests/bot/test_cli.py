@@ -133,6 +133,37 @@ def test_serve_answers_signed_webhooks_and_hands_off_to_temporal(
     asyncio.run(check_and_clean_up())
 
 
+def test_serve_dashboard_only_needs_no_github_setting(
+    tmp_path: Path, temporal_server: DevServer
+) -> None:
+    """What the demo tells users to run: the dashboard on a local store, no webhook."""
+    port = free_port()
+    env = {
+        name: value for name, value in os.environ.items() if not name.startswith("EVALBOT_GITHUB")
+    }
+    env |= {
+        "EVALBOT_DATA_DIR": str(tmp_path / "evalbot"),
+        "EVALBOT_CATALOG_ROOT": str(FIXTURES / "catalog"),
+        "EVALBOT_TEMPORAL_ADDRESS": temporal_server.address,
+        "EVALBOT_DASHBOARD_TOKEN": "a-local-token-for-this-test",
+    }
+    command = [sys.executable, "-m", "bot", "serve", "--port", str(port), "--dashboard-only"]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            wait_until_up(client, server)
+            assert client.get("/dashboard/login").status_code == 200
+            assert client.get("/dashboard/", follow_redirects=False).status_code == 401
+            signed_in = {"Authorization": "Bearer a-local-token-for-this-test"}
+            assert client.get("/dashboard/", headers=signed_in).status_code == 200
+            assert client.post("/github/webhook", content=b"{}").status_code == 404
+    finally:
+        server.send_signal(signal.SIGINT)
+        output = server.communicate(timeout=30)[0].decode()
+    assert server.returncode == 0, output
+    assert "/dashboard (no webhook)" in output and "a-local-token-for-this-test" not in output
+
+
 def wait_until_up(client: httpx.Client, server: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -171,16 +171,21 @@ def test_list_filters(dashboard: Dashboard) -> None:
 
 
 def test_experiment_page_shows_the_table_and_both_answers(any_dashboard: Dashboard) -> None:
+    """The page lists the cases; a case's answers come from its fragment, loaded on demand."""
     dashboard = any_dashboard
     with client(dashboard) as c:
         page = c.get("/dashboard/experiments/exp-pr-7").text
-    assert "| criterion |" not in page and "<table" in page and "accuracy" in page
-    for arm in ("main", "pr"):
-        assert f"Answer of {arm} to case 1." in page
-        assert f"{arm} rationale for case 1" in page
-    assert "/dashboard/runs/exp-pr-7/case-01/pr/0/transcript" in page
-    with client(dashboard) as c:
+        case = c.get("/dashboard/case", params={"experiment": "exp-pr-7", "case": "case-01"}).text
         assert c.get("/dashboard/experiments/nope").status_code == 404
+        missing = c.get("/dashboard/case", params={"experiment": "exp-pr-7", "case": "nope"})
+        assert missing.status_code == 404
+    assert "| criterion |" not in page and "<table" in page and "accuracy" in page
+    assert 'id="case-case-01"' in page and "Answer of" not in page  # answers load on demand
+    assert 'data-src="/dashboard/case?experiment=exp-pr-7&amp;case=case-01"' in page
+    for arm in ("main", "pr"):
+        assert f"Answer of {arm} to case 1." in case and "case 2" not in case
+        assert f"{arm} rationale for case 1" in case
+    assert "/dashboard/runs/exp-pr-7/case-01/pr/0/transcript" in case
 
 
 def test_experiment_page_charts_the_frontier_and_links_the_download(dashboard: Dashboard) -> None:
@@ -212,7 +217,7 @@ def test_the_cells_download_is_one_row_per_run_and_criterion(dashboard: Dashboar
 def test_transcripts_are_streamed_whole(any_dashboard: Dashboard) -> None:
     with (
         client(any_dashboard) as c,
-        c.stream("GET", "/dashboard/runs/exp-pr-7/case-01/pr/0/transcript") as response,
+        c.stream("GET", "/dashboard/runs/exp-pr-7/case-01/pr/0/transcript?raw=1") as response,
     ):
         assert response.status_code == 200
         assert "content-length" not in response.headers  # chunked: never read into memory whole
@@ -232,3 +237,20 @@ def test_history_page_charts_main_with_intervals_release_and_regression(
     assert 'class="release"' in page and "v1.2" in page
     assert page.count('class="criterion" data-criterion="accuracy"') == 1  # per-criterion line
     assert "exp-pr-7" not in page
+
+
+def test_the_app_compiles_every_template_before_its_first_visitor(
+    bot_settings: Settings, store: Store
+) -> None:
+    """A visitor's first page never pays for compiling templates (benchmarks/viewer.py): making
+    the app leaves every dashboard template and the report's compiled in their environments."""
+    from bot.dashboard import pages
+    from bot.render.html import TEMPLATE, html_environment
+
+    pages._ENVIRONMENT.cache.clear()  # type: ignore[union-attr]
+    html_environment().cache.clear()  # type: ignore[union-attr]
+    clients = GitHubClients(bot_settings, options=ClientOptions.fast())
+    create_app(bot_settings, FakeLauncher(), store, github=clients)
+    compiled = {name for _, name in pages._ENVIRONMENT.cache}  # type: ignore[union-attr]
+    assert compiled == {p.name for p in pages.TEMPLATES.glob("*.j2")}
+    assert [name for _, name in html_environment().cache] == [TEMPLATE]  # type: ignore[union-attr]

@@ -51,6 +51,8 @@ def test_a_person_signs_in_and_reads_list_experiment_and_history(
     p.wait_for_selector("#case-case-01")
     assert p.locator("#report table").count() >= 1  # the diff table
     case = p.locator("#case-case-01")
+    case.locator("summary").click()  # the answers load when the case opens
+    case.locator(".arm[data-arm=pr]").wait_for()
     main_box = case.locator(".arm[data-arm=main]").bounding_box()
     pr_box = case.locator(".arm[data-arm=pr]").bounding_box()
     assert main_box and pr_box

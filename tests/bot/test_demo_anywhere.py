@@ -3,8 +3,9 @@ ship with the package), and on a simulated cgroup v2 host: a private mount names
 /sys/fs/cgroup is a cgroup2 mount offering none of the memory, pids and cpu controllers, where the
 local provider must fall into no-cgroup mode, say so in one line, and still score every cell.
 
-A reduced demo (`--trials 1`, two cases of `bar`: 4 cells instead of 192) keeps each test to
-seconds; the full `make demo` runs the same code path with more cells."""
+A reduced demo (`--trials 1`, two cases of `bar`: 4 cells instead of 192, and 10 for main's
+history) keeps each test to about a minute; the full `make demo` runs the same code path with more
+cells."""
 
 from __future__ import annotations
 
@@ -71,6 +72,12 @@ def test_demo_runs_from_any_folder_and_writes_there(tmp_path: Path) -> None:
         "cells_done": 4, "cells_total": 4, "complete": True, "by_status": {"scored": 4},
     }  # fmt: skip
     assert (elsewhere / ".evalbot" / "evalbot.db").is_file()  # state under the current folder
+    history = [line for line in done.stderr.splitlines() if line.startswith("demo:   ")]
+    assert len(history) == 3 and "(v0.1)" in history[2]  # main's history (bot/demo_history.py)
+    assert (
+        "EVALBOT_DASHBOARD_TOKEN=" in done.stdout
+        and "/dashboard/datasets/bar/history" in done.stdout
+    )
 
 
 @pytest.mark.skipif(shutil.which("unshare") is None or os.geteuid() != 0, reason="needs root")
@@ -86,7 +93,7 @@ def test_demo_on_a_cgroup_v2_host_without_controllers_runs_in_no_cgroup_mode(
     assert checks["cgroups"]["status"] == "warn"
     assert "v2, writable controllers: none -> no-cgroup mode" in checks["cgroups"]["detail"]
 
-    done = run_in(tmp_path, [*namespace, *evalbot, "demo", *SMALL_DEMO])
+    done = run_in(tmp_path, [*namespace, *evalbot, "demo", *SMALL_DEMO, "--no-history"])
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     notices = [line for line in done.stderr.splitlines() if "no-cgroup mode" in line]

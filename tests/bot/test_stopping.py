@@ -82,15 +82,23 @@ COMMANDS = {
 }
 
 
-def start(command: Command, data_dir: Path, log: Path) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALBOT_")} | {
-        "EVALBOT_DATA_DIR": str(data_dir),
-        "EVALBOT_GITHUB_WEBHOOK_SECRET": "secret",
-        "EVALBOT_GITHUB_TOKEN": "ghs_test",
-        "EVALBOT_GITHUB_API_URL": "http://127.0.0.1:9",  # never reached
-        "EVALBOT_GRACEFUL_SHUTDOWN_S": str(GRACE_S),
-        "PYTHONUNBUFFERED": "1",
-    }
+def start(
+    command: Command, data_dir: Path, log: Path, keep: tuple[str, ...] = ()
+) -> subprocess.Popen[bytes]:
+    """`keep`: prefixes of EVALBOT_ variables passed on from this environment."""
+    own = {k: v for k, v in os.environ.items() if k.startswith("EVALBOT_") and k.startswith(keep)}
+    env = (
+        {k: v for k, v in os.environ.items() if not k.startswith("EVALBOT_")}
+        | own
+        | {
+            "EVALBOT_DATA_DIR": str(data_dir),
+            "EVALBOT_GITHUB_WEBHOOK_SECRET": "secret",
+            "EVALBOT_GITHUB_TOKEN": "ghs_test",
+            "EVALBOT_GITHUB_API_URL": "http://127.0.0.1:9",  # never reached
+            "EVALBOT_GRACEFUL_SHUTDOWN_S": str(GRACE_S),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     return subprocess.Popen(
         [sys.executable, "-m", "bot", *command.argv],
         env=env,

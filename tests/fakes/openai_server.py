@@ -3,7 +3,7 @@
     server = FakeOpenAI(api_key="sk-test").start()
     server.enqueue(Reply(status=429, headers={"Retry-After": "2"}), Reply(content="not json"))
     ... httpx / LlmJudge with base_url=server.base_url ...
-    server.requests                    # every request received, in order
+    server.requests                    # every request received, in order, with its arrival time
     server.stop()
 
 Replies queued with `enqueue` are served first, in order; after that every request gets the
@@ -53,6 +53,7 @@ class Request:
     headers: dict[str, str]  # lower-cased names
     body: Any
     status: int
+    at: float = 0.0  # time.monotonic() when the request arrived (this fake only records it)
 
 
 class FakeOpenAI(FakeHttpServer):
@@ -113,13 +114,14 @@ class FakeOpenAI(FakeHttpServer):
         self, path: str, headers: dict[str, str], raw: bytes
     ) -> tuple[int, dict[str, str], bytes]:
         """Record the request as it arrives, then answer it (after the scripted delay)."""
+        arrived = time.monotonic()
         scripted = self._next()
         try:
             body = json.loads(raw or b"null")
         except json.JSONDecodeError:
             body = None
         status, extra, payload = self._answer(path, headers, body, scripted)
-        self._done(Request(path, headers, body, status))
+        self._done(Request(path, headers, body, status, arrived))
         if scripted is not None and scripted.delay_s:
             time.sleep(scripted.delay_s)
         with self._lock:

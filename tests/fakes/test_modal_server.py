@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import modal
@@ -360,3 +361,16 @@ def test_a_wrong_token_is_rejected(modal_server: ModalTestServer):
 def test_rpcs_outside_our_code_path_answer_unimplemented(modal_server: ModalTestServer):
     with pytest.raises(errors.UnimplementedError, match="DictGetOrCreate"):
         modal.Dict.from_name(unique("dict"), create_if_missing=True).hydrate()
+
+
+def test_concurrent_stats_never_see_an_empty_stdout(sandbox: modal.Sandbox):
+    """Many `filesystem.stat` calls at once through the real SDK, each an exec of the filesystem
+    tool whose output must be complete when its exit status is: under load an empty stdout with
+    exit code 0 made the SDK fail on `json.loads('')`."""
+    fs = sandbox.filesystem
+    fs.write_bytes(b"12345", "/stress/file")
+    with ThreadPoolExecutor(max_workers=30) as pool:
+        infos = list(pool.map(lambda _: fs.stat("/stress/file"), range(90)))
+        outputs = list(pool.map(lambda n: run(sandbox, "echo", f"line {n}"), range(30)))
+    assert {(info.size, info.is_file()) for info in infos} == {(5, True)}
+    assert outputs == [(f"line {n}\n", "", 0) for n in range(30)]

@@ -23,6 +23,10 @@ def test_mean_interval_is_over_case_means() -> None:
     assert result.n_cases == 3
     assert result.ci_low is not None and result.ci_high is not None
     assert result.ci_low < result.mean < result.ci_high
+    # two of 10 cases pass: the t interval reaches below 0 unless clipped to the score range
+    rare = mean_interval({f"c{i}": [1.0 if i < 2 else 0.0] for i in range(10)})
+    assert rare.mean == pytest.approx(0.2) and rare.ci_low == 0.0
+    assert rare.ci_high is not None and 0.2 < rare.ci_high < 1.0
     single = mean_interval({"a": [0.25]})
     assert single.mean == 0.25 and single.ci_low is None
     assert mean_interval({}).mean is None

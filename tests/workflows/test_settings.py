@@ -28,14 +28,20 @@ ENVIRONMENT: list[tuple[str, str, str, Any]] = [
         "http://minio:9000",
     ),
     ("EVALBOT_BLOB_REGION", "store.blob_region", "eu-west-1", "eu-west-1"),
+    ("EVALBOT_SHARED_LIMITS", "store.shared_limits", "false", False),
     ("EVALBOT_TEMPORAL_ADDRESS", "temporal.address", "temporal:7233", "temporal:7233"),
     ("EVALBOT_TEMPORAL_NAMESPACE", "temporal.namespace", "evals", "evals"),
+    ("EVALBOT_TEMPORAL_API_KEY", "temporal.api_key", "tk", SecretStr("tk")),
+    ("EVALBOT_TEMPORAL_TLS", "temporal.tls", "false", False),
     ("EVALBOT_RUN_TASK_QUEUE", "temporal.run_task_queue", "q-runs", "q-runs"),
     ("EVALBOT_COLLECT_TASK_QUEUE", "temporal.collect_task_queue", "q-collect", "q-collect"),
     ("EVALBOT_SCORE_TASK_QUEUE", "temporal.score_task_queue", "q-score", "q-score"),
     ("EVALBOT_PROVISION_TASK_QUEUE", "temporal.provision_task_queue", "q-prov", "q-prov"),
     ("EVALBOT_HEARTBEAT_TIMEOUT_S", "temporal.heartbeat_timeout_s", "45", 45),
     ("EVALBOT_GRACEFUL_SHUTDOWN_S", "temporal.graceful_shutdown_s", "12.5", 12.5),
+    ("EVALBOT_HOST_AFFINITY", "temporal.host_affinity", "true", True),
+    ("EVALBOT_HOST_ID", "temporal.host_id", "rack-2", "rack-2"),
+    ("EVALBOT_HOST_LOST_S", "temporal.host_lost_s", "15", 15),
     ("EVALBOT_WORKFLOW_SANDBOX", "temporal.workflow_sandbox", "true", True),
     ("EVALBOT_PROVIDER", "sandbox.provider", "modal", "modal"),
     ("EVALBOT_ALLOW_PROCESS_PROVIDER", "sandbox.allow_process_provider", "true", True),
@@ -118,6 +124,10 @@ ENVIRONMENT: list[tuple[str, str, str, Any]] = [
     ("EVALBOT_GITHUB_OAUTH_CLIENT_ID", "dashboard.oauth_client_id", "cid", "cid"),
     ("EVALBOT_GITHUB_OAUTH_CLIENT_SECRET", "dashboard.oauth_client_secret", "cs", SecretStr("cs")),
     ("EVALBOT_GITHUB_OAUTH_URL", "dashboard.oauth_url", "https://ghe", "https://ghe"),
+    ("EVALBOT_METRICS_APP_ADDRESS", "metrics.app_address", "10.0.0.1:9100", "10.0.0.1:9100"),
+    ("EVALBOT_METRICS_WORKER_ADDRESS", "metrics.worker_address", "0.0.0.0:9464", "0.0.0.0:9464"),
+    ("EVALBOT_METRICS_TEMPORAL_ADDRESS", "metrics.temporal_address", "[::]:9465", "[::]:9465"),
+    ("EVALBOT_METRICS_QUEUE_DEPTH_INTERVAL_S", "metrics.queue_depth_interval_s", "5", 5.0),
     ("EVALBOT_BUDGET_USD", "budget.default_usd", "7", 7.0),
     ("EVALBOT_REPO_BUDGETS_USD", "budget.per_repo_usd", '{"acme/a": 2.5}', {"acme/a": 2.5}),
     ("EVALBOT_DAILY_CAP_USD", "budget.daily_cap_usd", "10", 10.0),
@@ -143,7 +153,7 @@ def test_the_table_covers_every_setting_and_every_flat_variable() -> None:
     """A setting added without a row here, or a row for a setting that went, fails."""
     paths = [path for path, _, _ in setting_fields()]
     assert sorted(paths) == sorted(path for _, path, _, _ in ENVIRONMENT)
-    assert len({name for name, _, _, _ in ENVIRONMENT}) == len(ENVIRONMENT) == 94
+    assert len({name for name, _, _, _ in ENVIRONMENT}) == len(ENVIRONMENT) == 104
 
 
 @pytest.mark.parametrize(("variable", "path", "raw", "expected"), ENVIRONMENT)
@@ -292,3 +302,12 @@ def test_collect_slots_follow_the_provider_unless_set(tmp_path: Path) -> None:
 def test_every_setting_is_described() -> None:
     """docs/settings.md is generated from the descriptions: none may be missing."""
     assert [path for path, _, info in setting_fields() if not info.description] == []
+
+
+@pytest.mark.parametrize("address", ["9464", ":9464", "host:port", "host:70000"])
+def test_a_metrics_address_that_is_not_host_port_is_refused(
+    clean_env: pytest.MonkeyPatch, address: str
+) -> None:
+    clean_env.setenv("EVALBOT_METRICS_WORKER_ADDRESS", address)
+    with pytest.raises(ValidationError, match="is not host:port"):
+        Settings()

@@ -57,6 +57,10 @@ class BlobStore(Protocol):
         """A fresh local folder to write a run's outputs into."""
         ...
 
+    def reap_staging(self) -> list[str]:
+        """At a worker's start: remove the staging left by worker processes that are gone."""
+        ...
+
     def commit(self, key: str, staging: Path) -> str:
         """Publish `staging` under `key` (replacing what was there); returns the key to store."""
         ...

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import anyio
 
 from workflows.blobs.base import BlobStoreError, safe_key, safe_name
+from workflows.blobs.staging import fresh_staging, reap_staging
 
 
 class LocalBlobStore:
@@ -23,7 +25,8 @@ class LocalBlobStore:
     def check(self) -> None:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            probe = self.root / ".evalbot-check"
+            # a name of its own: workers starting together must not delete each other's probe
+            probe = self.root / f".evalbot-check-{uuid.uuid4().hex}"
             probe.write_bytes(b"")
             probe.unlink()
         except OSError as error:
@@ -37,10 +40,10 @@ class LocalBlobStore:
 
     def staging(self, key: str) -> Path:
         """A fresh folder to write into; `commit` moves it into place atomically."""
-        staging = self.root / ".staging" / safe_key(key)
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        return staging
+        return fresh_staging(self.root, key)
+
+    def reap_staging(self) -> list[str]:
+        return reap_staging(self.root)
 
     def commit(self, key: str, staging: Path) -> str:
         final = self.prefix(key)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
-import tempfile
+import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
 from datetime import timedelta
 from pathlib import Path
@@ -23,6 +24,7 @@ from obstore.exceptions import BaseError, NotFoundError
 from obstore.store import S3Store
 
 from workflows.blobs.base import BlobStoreError, safe_key, safe_name
+from workflows.blobs.staging import fresh_staging, reap_staging, scratch_folder
 
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, S3Config
@@ -31,6 +33,12 @@ PART_BYTES = 5 << 20  # the S3 minimum part size; 2 GiB of /out is ~410 parts (m
 PART_CONCURRENCY = 2
 READ_CHUNK = 1 << 20
 CHECK_OBJECT = ".evalbot-check"
+# A refusal of the credentials: S3's error codes, or the HTTP status as the client words it. Never a
+# bare "403": the endpoint's own URL is in the message, and its port may contain those digits.
+REFUSED = re.compile(
+    r"InvalidAccessKeyId|SignatureDoesNotMatch|AccessDenied"
+    r"|\b403 Forbidden\b|status(?: code)?: ?403\b"
+)
 # obstore raises its own errors and builtin ones (FileNotFoundError, PermissionError, …)
 CLIENT_ERRORS = (BaseError, OSError, RuntimeError, ValueError)
 CREDENTIAL_SOURCES = (
@@ -99,9 +107,10 @@ class S3BlobStore:
         """Write, read and delete one small object, quickly: at worker start, not mid-run."""
         probe = self._open(timeout_s=10, retries=1)
         try:
-            obstore.put(probe, CHECK_OBJECT, b"ok")
-            obstore.head(probe, CHECK_OBJECT)
-            obstore.delete(probe, CHECK_OBJECT)
+            name = f"{CHECK_OBJECT}-{uuid.uuid4().hex}"  # workers starting together
+            obstore.put(probe, name, b"ok")
+            obstore.head(probe, name)
+            obstore.delete(probe, name)
         except CLIENT_ERRORS as error:
             raise BlobStoreError(
                 f"the blob store {self.url} cannot be used: {self._reason(error)}"
@@ -118,10 +127,7 @@ class S3BlobStore:
         where = self.endpoint or "the S3 endpoint"
         if "NoSuchBucket" in text or "bucket does not exist" in text.lower():
             return f"bucket '{self.bucket}' does not exist; create it or fix EVALBOT_BLOB_URL"
-        if any(
-            word in text
-            for word in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "403")
-        ):
+        if REFUSED.search(text):
             return (
                 f"the credentials were refused for bucket '{self.bucket}'; check "
                 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
@@ -136,10 +142,10 @@ class S3BlobStore:
     # -- writing --------------------------------------------------------------------------------
 
     def staging(self, key: str) -> Path:
-        staging = self.scratch / ".staging" / safe_key(key)
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        return staging
+        return fresh_staging(self.scratch, key)
+
+    def reap_staging(self) -> list[str]:
+        return reap_staging(self.scratch)
 
     def commit(self, key: str, staging: Path) -> str:
         """Replace what the key held with the staged files, streamed part by part, then drop
@@ -166,8 +172,7 @@ class S3BlobStore:
     def local_copy(self, key: str) -> Iterator[Path]:
         """Download the key's files (streamed, chunk by chunk) into a scratch folder."""
         key = safe_key(key)
-        self.scratch.mkdir(parents=True, exist_ok=True)
-        folder = Path(tempfile.mkdtemp(prefix="read-", dir=self.scratch))
+        folder = scratch_folder(self.scratch, "read-")
         try:
             try:
                 for batch in obstore.list(self._store, f"{key}/"):

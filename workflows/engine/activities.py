@@ -13,7 +13,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,6 +29,7 @@ from workflows.engine.catalog_cache import CatalogCache
 from workflows.engine.classify import classify
 from workflows.engine.collect import collect_outputs
 from workflows.engine.repos import RepoError, agent_config_at, local_repo
+from workflows.engine.telemetry import EngineMetrics, timed
 from workflows.engine.types import (
     CollectInput,
     CollectResult,
@@ -127,8 +128,12 @@ class RunActivities:
         catalog: CatalogCache | None = None,
         secrets: SecretResolver | None = None,
         blobs: BlobStore | None = None,
+        host_queue: str = "",
+        metrics: EngineMetrics | None = None,
     ) -> None:
+        """`metrics`: the worker's (docs/deploy.md, "Metrics"); unset, a registry nobody reads."""
         self.settings = settings
+        self.metrics = metrics or EngineMetrics()
         self.provider = provider
         self.store = store
         self.grader = grader
@@ -136,10 +141,17 @@ class RunActivities:
         self.secrets = secrets
         self.blobs = blobs or open_blob_store(settings)
         self._image_locks: dict[str, asyncio.Lock] = {}
+        # this host's task queue when host affinity is on and sandboxes live on the host
+        # (docs/engine.md, "Host queues"); "" otherwise
+        self.host_queue = host_queue if host_queue and provider.host_bound else ""
+        self._host_images: dict[tuple[str, str], str] = {}
         # collect and score as local activities share the runs worker: bound them as their own
         # workers would (a regular activity already holds one of its worker's slots)
         self._collect_slots = asyncio.Semaphore(settings.sandbox.collect_slots)
         self._score_slots = asyncio.Semaphore(settings.sandbox.max_concurrent_score)
+        # on a host queue every stage starts at once (a wait in the queue reads as a lost host):
+        # agents wait for one of the host's run slots inside `execute` instead
+        self._agent_slots = asyncio.Semaphore(settings.sandbox.worker_run_slots)
 
     # -- prepare (once per arm) ---------------------------------------------------------------
 
@@ -181,6 +193,7 @@ class RunActivities:
     # -- provision ----------------------------------------------------------------------------
 
     @activity.defn(name="provision")
+    @timed("provision")
     async def provision(self, run: RunInput) -> ProvisionResult:
         began = time.monotonic()  # provisioning latency, stored with the run (bot/metrics.py)
         case = self.catalog.case(run.dataset, run.cell.case_id)
@@ -197,11 +210,14 @@ class RunActivities:
             labels={"experiment": run.cell.experiment_id, "run": run.cell.run_id},
             secret_groups=self._secret_groups(tuple(arm.secrets), run),
         )
+        if self.host_queue:  # the arm was built on whichever host ran prepare_arm
+            spec = replace(spec, image=await self._host_image(run))
         await self._terminate_leftovers(run.cell.run_id)
         sandbox = await self._create(spec)
         return ProvisionResult(
             sandbox_id=sandbox.id,
             provider=self.provider.name,
+            host_queue=self.host_queue,
             image=arm.image,
             command=arm.command,
             timeout_s=arm.timeout_s,
@@ -210,12 +226,27 @@ class RunActivities:
             provision_s=round(time.monotonic() - began, 3),
         )
 
+    async def _host_image(self, run: RunInput) -> str:
+        """The arm's image on this host: `prepare_arm` built it on one host only, so another
+        builds it once (then from its cache) before its first sandbox of the arm."""
+        key = (run.repo, run.commit)
+        if key not in self._host_images:
+            repo = await asyncio.to_thread(local_repo, run.repo, self.settings.data_dir / "repos")
+            try:
+                config = await asyncio.to_thread(agent_config_at, repo, run.commit)
+            except (RepoError, CatalogError) as error:
+                message = build_failed(run.commit, str(error))
+                raise ApplicationError(message, type="BuildFailed", non_retryable=True) from None
+            self._host_images[key] = await self._image(repo, run.commit, config.build.setup)
+        return self._host_images[key]
+
     async def _image(self, repo: Path, commit: str, setup: str) -> str:
         lock = self._image_locks.setdefault(f"{repo}@{commit}", asyncio.Lock())
         async with lock:
             try:
                 return await self.provider.build_image(repo, commit, setup)
             except HostUnsupported as error:  # the host's fault, not the commit's: stop early
+                self.metrics.provider_error(self.provider.name, error)
                 raise ApplicationError(
                     str(error), type=HOST_UNSUPPORTED, non_retryable=True
                 ) from None
@@ -234,6 +265,7 @@ class RunActivities:
         try:
             return await self.provider.create(spec)
         except SandboxError as error:
+            self.metrics.provider_error(self.provider.name, error)
             message = f"sandbox creation failed: {error}"
             kind = "SandboxRateLimited" if isinstance(error, SandboxRateLimited) else "SandboxError"
             raise ApplicationError(message, type=kind) from None
@@ -270,18 +302,38 @@ class RunActivities:
     # -- execute ----------------------------------------------------------------------------
 
     @activity.defn(name="execute")
+    @timed("execute")
     async def execute(self, job: ExecuteInput) -> ExecuteResult:
-        """Start the runner (or reattach to it after a retry) and poll its state file."""
-        sandbox = await self._attach(job.sandbox_id)
-        state = await read_state(sandbox)
-        if state is None:
-            await sandbox.start(job.command, job.env)
-            started = time.time()
-        elif state.get("status") == "running" and not await sandbox.runner_alive():
-            raise ApplicationError("the runner died", type=RUNNER_LOST, non_retryable=True)
-        else:
+        """Start the runner (or reattach to it after a retry) and poll its state file.
+        Heartbeats in the background throughout, not only between polls: one provider call
+        (starting the runner, a read on a loaded remote provider) may outlast the heartbeat
+        timeout, which would otherwise fail a healthy run (a 2,000-cell run on the Modal test
+        server lost its first 547 cells that way)."""
+        async with heartbeating(job.sandbox_id):
+            sandbox = await self._attach(job.sandbox_id)
+            state = await read_state(sandbox)
+            if state is None:
+                async with self._agent_slot():
+                    await sandbox.start(job.command, job.env)
+                    return await self._poll(sandbox, job, time.time())
+            if state.get("status") == "running" and not await sandbox.runner_alive():
+                self.metrics.provider_error(self.provider.name, RUNNER_LOST)
+                raise ApplicationError("the runner died", type=RUNNER_LOST, non_retryable=True)
             started = float(state.get("started_at") or time.time())
-        return await self._poll(sandbox, job, started)
+            return await self._poll(sandbox, job, started)
+
+    @contextlib.asynccontextmanager
+    async def _agent_slot(self) -> AsyncIterator[None]:
+        """One of this host's run slots while a new agent runs, when stages come by host queue
+        (elsewhere the worker's activity slots bound the agents)."""
+        if not self.host_queue:
+            yield
+            return
+        await self._agent_slots.acquire()  # execute heartbeats meanwhile
+        try:
+            yield
+        finally:
+            self._agent_slots.release()
 
     async def _poll(self, sandbox: Sandbox, job: ExecuteInput, started: float) -> ExecuteResult:
         delay = 0.02
@@ -294,6 +346,7 @@ class RunActivities:
             if state is not None and not await sandbox.runner_alive():
                 state = await read_state(sandbox)  # it may have finished in between
                 if state is None or state.get("status") != "finished":
+                    self.metrics.provider_error(self.provider.name, RUNNER_LOST)
                     raise ApplicationError("the runner died", type=RUNNER_LOST, non_retryable=True)
                 continue
             if time.time() > deadline:
@@ -301,12 +354,13 @@ class RunActivities:
                 usage = asdict(await sandbox.usage())
                 return ExecuteResult(state=state or {}, usage=usage, host_timeout=True)
             await asyncio.sleep(delay)
-            delay = min(delay * 2, self.settings.sandbox.poll_interval_s)
+            delay = min(delay * 2, self.settings.sandbox.resolved_poll_interval_s)
 
     async def _attach(self, sandbox_id: str) -> Sandbox:
         try:
             return await self.provider.attach(sandbox_id)
-        except SandboxNotFound:
+        except SandboxNotFound as error:
+            self.metrics.provider_error(self.provider.name, error)
             raise ApplicationError(
                 f"sandbox {sandbox_id} is gone", type=RUNNER_LOST, non_retryable=True
             ) from None
@@ -314,6 +368,7 @@ class RunActivities:
     # -- collect ----------------------------------------------------------------------------
 
     @activity.defn(name="collect")
+    @timed("collect")
     async def collect(self, job: CollectInput) -> CollectResult:
         sandbox = await self._attach(job.sandbox_id)
         world = self.catalog.world(self.catalog.case(job.dataset, job.case_id).world)
@@ -375,7 +430,8 @@ class RunActivities:
         deadline, delay = time.monotonic() + STORE_OUTAGE_S, 0.5
         while True:
             try:
-                await asyncio.to_thread(self.store.save_run, result)
+                if await asyncio.to_thread(self.store.save_run, result):
+                    self.metrics.run_stored(result)
                 return
             except StoreError as error:
                 if time.monotonic() + delay > deadline:
@@ -447,37 +503,43 @@ class RunActivities:
                 update={"criteria": criteria, "score": weighted_score(criteria)}
             )
         async with heartbeating("record_error"):
-            await asyncio.to_thread(self.store.save_run, result)
+            if await asyncio.to_thread(self.store.save_run, result):
+                self.metrics.run_stored(result)
         return summarize(result)
 
     # -- teardown ---------------------------------------------------------------------------
 
     @activity.defn(name="teardown")
+    @timed("teardown")
     async def teardown(self, sandbox_id: str) -> None:
         if faults.active("skip-teardown"):  # a broken build for the mutation checks only
             return
-        try:
-            sandbox = await self.provider.attach(sandbox_id)
-        except SandboxNotFound:
-            return
-        await sandbox.terminate()
+        async with heartbeating("teardown"):  # on a host queue: a dead host is noticed fast
+            try:
+                sandbox = await self.provider.attach(sandbox_id)
+            except SandboxNotFound:
+                return
+            await sandbox.terminate()
 
 
 class ExperimentActivities:
     """Experiment-level bookkeeping in the store."""
 
-    def __init__(self, store: RunStore) -> None:
+    def __init__(self, store: RunStore, metrics: EngineMetrics | None = None) -> None:
         self.store = store
+        self.metrics = metrics or EngineMetrics()
 
     @activity.defn(name="save_experiment")
     async def save_experiment(self, spec: ExperimentSpec) -> None:
         async with heartbeating("save_experiment"):
             await asyncio.to_thread(self.store.save_experiment, spec, "running")
+        self.metrics.experiments_started.inc()
 
     @activity.defn(name="finish_experiment")
     async def finish_experiment(self, experiment_id: str, status: str) -> None:
         async with heartbeating("finish_experiment"):
             await asyncio.to_thread(self.store.set_experiment_status, experiment_id, status)
+        self.metrics.experiments_finished.labels(status).inc()
 
     @activity.defn(name="failed_cells")
     async def failed_cells(

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import socket
 import time
+from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
@@ -37,7 +40,22 @@ def stage_queues(settings: Settings) -> StageQueues:
         score=settings.temporal.score_task_queue,
         heartbeat_timeout_s=settings.temporal.heartbeat_timeout_s,
         provision=settings.temporal.provision_task_queue,
+        host_lost_s=settings.temporal.host_lost_s,
     )
+
+
+def host_id(settings: Settings) -> str:
+    """This host's stable id: the setting, else the hostname and a hash of the data folder (two
+    workers with separate data folders on one machine are two hosts: their sandboxes differ)."""
+    if settings.temporal.host_id:
+        return settings.temporal.host_id
+    folder = str(Path(settings.data_dir).absolute())
+    return f"{socket.gethostname()}-{hashlib.sha256(folder.encode()).hexdigest()[:8]}"
+
+
+def host_queue(settings: Settings) -> str:
+    """The task queue of this host's sandbox stages (docs/engine.md, "Host queues")."""
+    return f"{settings.temporal.run_task_queue}@{host_id(settings)}"
 
 
 async def connect(
@@ -62,11 +80,20 @@ async def connect(
                 namespace=settings.temporal.namespace,
                 data_converter=data_converter,
                 runtime=runtime,
+                **cloud_options(settings),
             )
         except RuntimeError:
             if time.monotonic() >= deadline:
                 raise
             await asyncio.sleep(0.25)
+
+
+def cloud_options(settings: Settings) -> dict[str, Any]:
+    """API key and TLS for Temporal Cloud (docs/deploy.md, "Temporal Cloud"); none by default."""
+    key = settings.temporal.api_key
+    api_key = key.get_secret_value() if key is not None and key.get_secret_value() else None
+    tls = settings.temporal.tls if settings.temporal.tls is not None else api_key is not None
+    return {"api_key": api_key, "tls": tls}
 
 
 async def start_experiment(

@@ -31,6 +31,23 @@ def resolve_arms(settings: Settings, repo: str, arms: list[ArmRequest]) -> list[
     ]
 
 
+# The experiment workflow's history grows by about 1.1 KB per cell and it does not continue as new;
+# Temporal terminates a workflow whose history passes 50 MB, near 45,000 cells
+# (docs/engine.md, "Experiment size").
+MAX_CELLS = 40_000
+
+
+def check_size(cases: int, arms: int, trials: int) -> None:
+    """PlanError (one sentence with the fix) for an experiment one workflow cannot hold."""
+    cells = cases * arms * trials
+    if cells > MAX_CELLS:
+        raise PlanError(
+            f"{cases:,} cases × {arms} arms × {trials} trials is {cells:,} cells; one experiment "
+            f"holds at most {MAX_CELLS:,} (its Temporal history would pass the 50 MB limit): "
+            "select fewer cases or trials, or split the dataset into several experiments"
+        )
+
+
 def plan_experiment(
     settings: Settings,
     *,
@@ -49,13 +66,15 @@ def plan_experiment(
     cases = loaded.select(list(case_selectors))
     if len(arms) < 1:
         raise PlanError("an experiment needs at least one arm")
+    trials = trials if trials is not None else loaded.default_trials
+    check_size(len(cases), len(arms), trials)
     return ExperimentSpec(
         experiment_id=experiment_id or new_experiment_id(dataset),
         repo=repo,
         dataset=dataset,
         case_ids=tuple(c.id for c in cases),
         arms=tuple(arms),
-        trials=trials if trials is not None else loaded.default_trials,
+        trials=trials,
         seed=seed,
         trigger=trigger,
         labels=labels or {},

@@ -60,6 +60,10 @@ class StageOptions:
     heartbeat: bool = True
     # start_to_close is counted beyond the run's own timeout (`execute`: the agent's run)
     after_run_timeout: bool = False
+    # touches the run's sandbox: with a host queue (ProvisionResult.host_queue) it runs there,
+    # as a regular activity that heartbeats, whatever `queue` and `local` say (docs/engine.md,
+    # "Host queues")
+    host_bound: bool = False
 
     def task_queue(self, queues: StageQueues) -> str:
         roles = {
@@ -104,12 +108,24 @@ PROVISION = StageOptions(
     Queue.PROVISION, timedelta(minutes=10), STAGE_RETRY, Local.QUICK_PROVIDER, heartbeat=False
 )
 EXECUTE = StageOptions(
-    Queue.RUNS, timedelta(minutes=10), STAGE_RETRY, Local.SHORT_RUN, after_run_timeout=True
+    Queue.RUNS,
+    timedelta(minutes=10),
+    STAGE_RETRY,
+    Local.SHORT_RUN,
+    after_run_timeout=True,
+    host_bound=True,
 )
-COLLECT = StageOptions(Queue.COLLECT, timedelta(hours=1), STAGE_RETRY, Local.SHORT_RUN)
+COLLECT = StageOptions(
+    Queue.COLLECT, timedelta(hours=1), STAGE_RETRY, Local.SHORT_RUN, host_bound=True
+)
 SCORE = StageOptions(Queue.SCORE, timedelta(minutes=30), STAGE_RETRY, Local.SHORT_RUN)
 TEARDOWN = StageOptions(
-    Queue.RUNS, timedelta(minutes=5), TEARDOWN_RETRY, Local.QUICK_PROVIDER, heartbeat=False
+    Queue.RUNS,
+    timedelta(minutes=5),
+    TEARDOWN_RETRY,
+    Local.QUICK_PROVIDER,
+    heartbeat=False,
+    host_bound=True,
 )
 RECORD_ERROR = StageOptions(Queue.SCORE, timedelta(minutes=5), RECORD_RETRY)  # run cell, parent
 
@@ -122,6 +138,7 @@ async def stage(
     *,
     on: RunInput | ExperimentInput,
     run_timeout_s: int = 0,
+    host_queue: str = "",
 ) -> R: ...
 
 
@@ -133,6 +150,7 @@ async def stage(
     args: Sequence[Any],
     on: RunInput | ExperimentInput,
     run_timeout_s: int = 0,
+    host_queue: str = "",
 ) -> R: ...
 
 
@@ -144,15 +162,29 @@ async def stage(
     args: Sequence[Any] = (),
     on: RunInput | ExperimentInput,
     run_timeout_s: int = 0,
+    host_queue: str = "",
 ) -> Any:
     """Call a stage's activity method (e.g. `RunActivities.provision`) with its options for this
     job (`on`): a local activity of the workflow when its arm places it so, else a regular activity
     on the task queue of its role. `args` for activities of several arguments; `run_timeout_s`
-    for a stage timed beyond the run's own timeout (`execute`)."""
+    for a stage timed beyond the run's own timeout (`execute`); `host_queue` for a host-bound
+    stage of a run whose sandbox is on that host (the provision's host queue)."""
     arguments = [arg] if arg is not _NO_ARG else list(args)
     timeout = options.start_to_close
     if options.after_run_timeout:
         timeout += timedelta(seconds=run_timeout_s)
+    if host_queue and options.host_bound:
+        return await workflow.execute_activity_method(
+            activity,
+            args=arguments,
+            task_queue=host_queue,
+            start_to_close_timeout=timeout,
+            # the host's workers take their tasks within this, or the host is gone: not retried
+            # by Temporal (the same queue), but by the workflow on another host (HOST_LOST)
+            schedule_to_start_timeout=timedelta(seconds=on.queues.host_lost_s),
+            heartbeat_timeout=timedelta(seconds=on.queues.heartbeat_timeout_s),
+            retry_policy=options.retry,
+        )
     if options.is_local(on):
         return await workflow.execute_local_activity_method(
             activity, args=arguments, start_to_close_timeout=timeout, retry_policy=options.retry

@@ -19,6 +19,9 @@ class StageQueues:
     heartbeat_timeout_s: int = 30  # how fast a dead worker's stage is noticed and retried
     # `provision` of remote providers (Modal), rate-limited server-side; "" = the runs queue.
     provision: str = ""
+    # host queues (docs/engine.md, "Host queues"): a stage of a run pinned to the host of its
+    # sandbox that no worker of that host starts within this long means the host is gone
+    host_lost_s: int = 60
 
 
 BATCH_RUNS_MEMO = "runs"  # a RunBatchWorkflow's memo: the run ids of its cells
@@ -84,6 +87,9 @@ class ProvisionResult:
     world_version: str
     limits: dict[str, Any]
     provision_s: float | None = None  # this attempt, activity start to sandbox up (/metrics)
+    # the task queue of the worker host holding the sandbox: execute, collect and teardown go
+    # there ("" = not host-bound: the stages' own queues or local placement, as before)
+    host_queue: str = ""
 
 
 @dataclass

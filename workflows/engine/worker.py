@@ -12,8 +12,9 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from workflows.engine.activities import ExperimentActivities, Grader, RunActivities, RunStore
-from workflows.engine.engine_client import stage_queues
+from workflows.engine.engine_client import host_queue, stage_queues
 from workflows.engine.reaper import ReaperActivities
+from workflows.engine.telemetry import EngineMetrics
 from workflows.engine.workflows import (
     ExperimentWorkflow,
     ReaperWorkflow,
@@ -24,6 +25,9 @@ from workflows.providers.base import SandboxProvider
 from workflows.settings import Settings
 
 ROLES = ("runs", "collect", "score")
+# a host queue's tasks start at once, whatever the host is doing (a task left waiting there reads
+# as a lost host): agents wait for a run slot inside `execute`, collects for a collect slot
+HOST_STAGE_SLOTS = 1000
 
 
 def workflow_runner(sandboxed: bool, *passthrough: str) -> WorkflowRunner:
@@ -48,10 +52,16 @@ def build_workers(
     roles: Sequence[str] = ROLES,
     extra_activities: Sequence[Callable[..., Any]] = (),
     secrets: Any = None,
+    metrics: EngineMetrics | None = None,
 ) -> list[Worker]:
+    """`metrics`: what the activities count and time (docs/deploy.md, "Metrics")."""
     queues = stage_queues(settings)
-    runs = RunActivities(settings, provider, store, grader, secrets=secrets)
-    experiments = ExperimentActivities(store)
+    pinned = host_queue(settings) if settings.temporal.host_affinity and provider.host_bound else ""
+    metrics = metrics or EngineMetrics()
+    runs = RunActivities(
+        settings, provider, store, grader, secrets=secrets, host_queue=pinned, metrics=metrics
+    )
+    experiments = ExperimentActivities(store, metrics)
     workers: list[Worker] = []
     # remote sandboxes outlive their worker: reap those no run needs (workflows/engine/reaper.py)
     reaping = [] if provider.quick_provision else [ReaperActivities(provider).reap_sandboxes]
@@ -81,6 +91,8 @@ def build_workers(
                 max_concurrent_activity_task_polls=10,
             )
         )
+    if "runs" in roles and pinned:
+        workers.append(host_worker(client, settings, pinned, runs))
     if "runs" in roles and not provider.quick_provision and queues.provision:
         workers.append(provision_worker(client, settings, queues.provision, runs))
     if "collect" in roles:
@@ -124,6 +136,18 @@ def provision_worker(client: Client, settings: Settings, queue: str, runs: RunAc
         activities=[runs.provision],
         max_concurrent_activities=settings.sandbox.max_concurrent_provision,
         max_task_queue_activities_per_second=rate if rate > 0 else None,
+    )
+
+
+def host_worker(client: Client, settings: Settings, queue: str, runs: RunActivities) -> Worker:
+    """The stages that touch this host's sandboxes, for the runs it provisioned (docs/engine.md,
+    "Host queues"): only this host's workers poll `queue`."""
+    return Worker(
+        client,
+        graceful_shutdown_timeout=grace(settings),
+        task_queue=queue,
+        activities=[runs.execute, runs.collect, runs.teardown],
+        max_concurrent_activities=HOST_STAGE_SLOTS,
     )
 
 

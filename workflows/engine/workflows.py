@@ -32,6 +32,8 @@ from temporalio.exceptions import (
     ApplicationError,
     CancelledError,
     ChildWorkflowError,
+    TimeoutError,
+    TimeoutType,
 )
 
 from workflows import faults
@@ -84,6 +86,11 @@ with workflow.unsafe.imports_passed_through():
 SANDBOX_ATTEMPTS = 2  # a run whose sandbox died is re-provisioned once before it counts as failed
 PROGRESS_EVERY = timedelta(seconds=20)
 MIN_GROUPS_IN_FLIGHT = 4  # batches never take more than a quarter of an experiment's slots
+# Each child adds about six events to the experiment's history, and Temporal terminates a workflow
+# past 51,200 events: an experiment that needs more children is refused before it starts any
+# (docs/engine.md, "Experiment size").
+MAX_CHILD_WORKFLOWS = 8_000
+TOO_LARGE = "ExperimentTooLarge"
 STAGE_FAILURES = (ActivityError, ApplicationError, CancelledError)
 
 
@@ -125,11 +132,13 @@ async def _summary_of(job: RunInput, outcome: RunSummary | BaseException) -> Run
 
 async def run_cell(job: RunInput) -> RunSummary:
     """Provision → execute → collect → score, teardown always; a stage failure becomes the
-    cell's recorded error; a lost runner re-provisions once (SANDBOX_ATTEMPTS)."""
+    cell's recorded error; a lost runner, or a lost host (docs/engine.md, "Host queues"),
+    re-provisions once (SANDBOX_ATTEMPTS) — on another host, never attaching to the lost one."""
     if job.prepared.error:
         return await _record(job, None, RunStatus.AGENT_ERROR, job.prepared.error)
     for attempt in range(SANDBOX_ATTEMPTS):
         provision: ProvisionResult | None = None
+        lost = False  # the sandbox's host is gone: nothing there to tear down
         try:
             provision = await _provision(job)
             return await _run_in(job, provision)
@@ -137,15 +146,17 @@ async def run_cell(job: RunInput) -> RunSummary:
             if _is_cancel(error):
                 await _record(job, provision, RunStatus.CANCELLED, "cancelled")
                 raise
-            if _error_type(error) == RUNNER_LOST and attempt + 1 < SANDBOX_ATTEMPTS:
+            lost = _host_lost(error, provision)
+            if (lost or _error_type(error) == RUNNER_LOST) and attempt + 1 < SANDBOX_ATTEMPTS:
                 continue
-            message = reason_of(error) + (f" (after {attempt + 1} sandboxes)" if attempt else "")
+            reason = _lost_reason(provision) if lost else reason_of(error)
+            message = reason + (f" (after {attempt + 1} sandboxes)" if attempt else "")
             return await _record(job, provision, _status_for(error), message)
         except asyncio.CancelledError:
             await _record(job, provision, RunStatus.CANCELLED, "cancelled")
             raise
         finally:
-            if provision is not None:
+            if provision is not None and not lost:
                 await _teardown(job, provision)
     raise ApplicationError("unreachable")  # pragma: no cover
 
@@ -161,12 +172,14 @@ async def _run_in(job: RunInput, provision: ProvisionResult) -> RunSummary:
         ExecuteInput(provision.sandbox_id, provision.command, provision.timeout_s),
         on=job,
         run_timeout_s=provision.timeout_s,
+        host_queue=provision.host_queue,
     )
     collected = await stage(
         COLLECT,
         RunActivities.collect,
         CollectInput(job.cell.run_id, provision.sandbox_id, job.dataset, job.cell.case_id),
         on=job,
+        host_queue=provision.host_queue,
     )
     scoring = ScoreInput(job, provision, executed, collected)
     with workflow.unsafe.sandbox_unrestricted():  # read once per process; constant on replay
@@ -194,7 +207,21 @@ async def _record_failed_run(job: RunInput, message: str) -> RunSummary:
 
 
 async def _teardown(job: RunInput, provision: ProvisionResult) -> None:
-    await stage(TEARDOWN, RunActivities.teardown, provision.sandbox_id, on=job)
+    """On the sandbox's host when it has a host queue. A host found gone here (after its stages
+    finished) keeps the sandbox: the host removes it when its worker starts again
+    (docs/engine.md, "Host queues")."""
+    try:
+        await stage(
+            TEARDOWN,
+            RunActivities.teardown,
+            provision.sandbox_id,
+            on=job,
+            host_queue=provision.host_queue,
+        )
+    except ActivityError as error:
+        if not _host_lost(error, provision):
+            raise
+        workflow.logger.warning("%s: %s", _lost_reason(provision), provision.sandbox_id)
 
 
 @workflow.defn(name="ExperimentWorkflow")
@@ -221,12 +248,14 @@ class ExperimentWorkflow:
         await self._publish(job, "queued")
         try:
             prepared = await self._prepare_arms(job, {cell.arm for cell in cells})
-        except ApplicationError as error:  # the host cannot run the provider: nobody's cell
+            groups = run_groups(cells, prepared, batch_size(job.run_batch, job.max_parallel))
+            check_children(len(cells), len(groups))
+        except ApplicationError as error:  # the host cannot run the provider, or too many cells
             publisher.cancel()
             await self._finish(job, "failed")
             await self._publish(job, "failed", error.message)
             raise
-        await self._dispatch(job, cells, prepared)
+        await self._dispatch(job, groups, prepared)
         await asyncio.gather(*self.tasks.values(), return_exceptions=True)
         publisher.cancel()
         final = "cancelled" if self.cancel_requested else "completed"
@@ -268,13 +297,16 @@ class ExperimentWorkflow:
         return result
 
     async def _dispatch(
-        self, job: ExperimentInput, cells: list[CellRef], prepared: dict[str, PreparedArm]
+        self,
+        job: ExperimentInput,
+        groups: list[list[CellRef]],
+        prepared: dict[str, PreparedArm],
     ) -> None:
         """Start cells in order as slots free up; cells not yet started when cancelled are not.
         Short cells on quick providers start in groups (`run_groups`), every other cell alone."""
         limit = max(1, job.max_parallel)
         budget = budget_from_labels(job.spec.labels)
-        for group in run_groups(cells, prepared, batch_size(job.run_batch, limit)):
+        for group in groups:
             size = len(group)
             await workflow.wait_condition(
                 lambda: self.in_flight + size <= limit or self.cancel_requested  # noqa: B023
@@ -404,6 +436,21 @@ def _is_cancel(error: BaseException) -> bool:
     return isinstance(error, CancelledError) or isinstance(error.__cause__, CancelledError)
 
 
+def _host_lost(error: BaseException, provision: ProvisionResult | None) -> bool:
+    """A host-queue stage that its host never started (schedule-to-start; a heartbeat timeout
+    whose retry found nobody ends so) or stopped heartbeating: the worker host is gone."""
+    if provision is None or not provision.host_queue or not isinstance(error, ActivityError):
+        return False
+    cause = error.cause
+    lost = (TimeoutType.SCHEDULE_TO_START, TimeoutType.HEARTBEAT)
+    return isinstance(cause, TimeoutError) and cause.type in lost
+
+
+def _lost_reason(provision: ProvisionResult | None) -> str:
+    queue = provision.host_queue if provision else ""
+    return f"worker host lost: no worker of {queue} took the run's stage"
+
+
 def _status_for(error: BaseException) -> RunStatus:
     """A commit that does not build is the arm's failure; everything else here is infrastructure."""
     return RunStatus.AGENT_ERROR if _error_type(error) == "BuildFailed" else RunStatus.SANDBOX_ERROR
@@ -420,6 +467,19 @@ def batch_size(requested: int, max_parallel: int) -> int:
     groups overlap and one slow cell holds few slots idle; below 2, cells run alone."""
     size = min(requested, max_parallel // MIN_GROUPS_IN_FLIGHT)
     return size if size >= 2 else 1
+
+
+def check_children(cells: int, children: int) -> None:
+    """ApplicationError (non-retryable, one sentence with the fix) for an experiment whose child
+    workflows would pass the history limit of its own workflow."""
+    if children > MAX_CHILD_WORKFLOWS:
+        raise ApplicationError(
+            f"{cells:,} cells need {children:,} run workflows, and one experiment can start at "
+            f"most {MAX_CHILD_WORKFLOWS:,} (its Temporal history would pass the event limit); "
+            "select fewer cases or trials, or split the dataset into several experiments",
+            type=TOO_LARGE,
+            non_retryable=True,
+        )
 
 
 def run_groups(

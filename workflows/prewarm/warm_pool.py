@@ -87,6 +87,8 @@ class PoolHost(Protocol[S]):
 
     async def fill(self, sandbox: S, spec: SandboxSpec) -> None: ...
 
+    async def remove_leftover(self, sandbox_id: str) -> None: ...
+
 
 class WarmPool(Generic[S]):
     def __init__(self, provider: PoolHost[S], size: int, disk_mb: int) -> None:
@@ -154,10 +156,14 @@ class WarmPool(Generic[S]):
         except FileNotFoundError:
             return None
         if not usable:
-            log.warning("dropping pooled sandbox %s: its disk or cgroups are gone", sandbox_id)
-            if sandbox is not None:
-                with contextlib.suppress(SandboxError):
+            log.warning(
+                "dropping pooled sandbox %s: its disk, metadata or cgroups are gone", sandbox_id
+            )
+            with contextlib.suppress(SandboxError):
+                if sandbox is not None:
                     await sandbox.terminate()
+                else:  # it cannot be attached: remove its disk, mount and uid by its id
+                    await self.provider.remove_leftover(sandbox_id)
             return None
         return sandbox
 

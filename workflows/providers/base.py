@@ -209,6 +209,9 @@ class SandboxProvider(abc.ABC):
     # them as local activities, saving two task round trips per run. Remote providers (Modal) keep
     # them as regular activities on a rate-limited queue.
     quick_provision: bool = False
+    # True when sandboxes live on the worker's host (local, process): with host affinity on, a
+    # run's stages after provision go to that host's task queue (docs/engine.md, "Host queues").
+    host_bound: bool = False
     # True when the provider injects SandboxSpec.secret_groups itself (Modal Secrets); the engine
     # then passes group names, not values.
     injects_secret_groups: bool = False

@@ -26,6 +26,7 @@ from workflows.providers.base import (
     ProviderRefused,
     ResourceLimits,
     ResourceUsage,
+    RunSandbox,
     SandboxCreateError,
     SandboxError,
     SandboxNotFound,
@@ -44,6 +45,7 @@ from workflows.providers.common.sandbox_layout import (
     dir_env,
     new_sandbox_id,
     read_meta,
+    run_sandboxes,
     sandboxes_of,
     spec_to_meta,
     write_case_files,
@@ -148,6 +150,7 @@ def _build(layout: Layout, spec: SandboxSpec, meta: dict[str, Any]) -> None:
 class ProcessProvider(SandboxProvider):
     name = "process"
     quick_provision = True
+    host_bound = True
 
     def __init__(
         self,
@@ -194,6 +197,10 @@ class ProcessProvider(SandboxProvider):
 
     async def sandboxes_of(self, run_id: str) -> list[str]:
         return await asyncio.to_thread(sandboxes_of, self.sandbox_dir, run_id)
+
+    async def run_sandboxes(self) -> list[RunSandbox]:
+        """This host's sandboxes (the host's reaping pass at start, docs/engine.md)."""
+        return await asyncio.to_thread(run_sandboxes, self.sandbox_dir)
 
     async def remove_leftover(self, sandbox_id: str) -> None:
         """Also one cut off before its metadata was written (it has no runner yet)."""

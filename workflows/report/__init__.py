@@ -5,7 +5,7 @@ running experiment (with `progress.complete = False`) and a finished one. It is 
 (`report.model_dump(mode="json")`) and rendered to Markdown and HTML by bot/render.
 """
 
-from workflows.report.build import build_report
+from workflows.report.build import build_report, build_report_and_table
 from workflows.report.report_models import (
     ArmComparison,
     ArmInfo,
@@ -45,4 +45,5 @@ __all__ = [
     "RunErrorItem",
     "TrialsMde",
     "build_report",
+    "build_report_and_table",
 ]

@@ -47,13 +47,28 @@ def build_report(
 
     `current_rubric` — `(case, criterion) -> hash` of the catalog now (see
     workflows.scoring.rubric_hash) — lets the report say which criteria changed since scoring."""
+    report, _ = build_report_and_table(
+        spec, runs, baseline_arm=baseline_arm, current_rubric=current_rubric
+    )
+    return report
+
+
+def build_report_and_table(
+    spec: ExperimentSpec,
+    runs: list[RunResult],
+    *,
+    baseline_arm: str | None = None,
+    current_rubric: Mapping[tuple[str, str], str] | None = None,
+) -> tuple[ExperimentReport, Table]:
+    """`build_report`, and the score table it was computed from (the dashboard draws its charts
+    from the same table rather than arranging thousands of runs twice)."""
     baseline = _baseline(spec, baseline_arm)
     ordered = cells_in_order(spec, runs)
     criteria = criteria_order(ordered)
     table = score_table(spec, ordered, criteria)
     summaries = [arm_summary(spec, ordered, table.scores[a.name], a.name) for a in spec.arms]
     by_arm = {s.arm: s for s in summaries}
-    return ExperimentReport(
+    report = ExperimentReport(
         experiment_id=spec.experiment_id,
         dataset=spec.dataset,
         trials=spec.trials,
@@ -77,6 +92,7 @@ def build_report(
         reran_agent_failures=int(spec.labels.get(RERAN_AGENT_FAILURES, "0") or 0),
         frontier=frontier_points([a.name for a in spec.arms], ordered, table),
     )
+    return report, table
 
 
 def _build_failures(spec: ExperimentSpec, runs: list[RunResult]) -> list[BuildFailure]:
@@ -110,7 +126,7 @@ def _budget(spec: ExperimentSpec, runs: list[RunResult]) -> BudgetNote | None:
     if budget is None:
         return None
     spent = round(sum(r.usage.cost_usd + r.sandbox.cost_usd for r in runs), 6)
-    stopped = len(runs) < len(spec.cells()) and spent >= budget
+    stopped = len(runs) < spec.cell_count and spent >= budget
     return BudgetNote(budget_usd=budget, spent_usd=spent, stopped=stopped)
 
 
@@ -165,7 +181,7 @@ def _error_item(run: RunResult) -> RunErrorItem:
 
 
 def _progress(spec: ExperimentSpec, runs: list[RunResult]) -> Progress:
-    total = len(spec.cells())
+    total = spec.cell_count
     return Progress(
         cells_done=len(runs),
         cells_total=total,

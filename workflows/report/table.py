@@ -36,7 +36,7 @@ class Table:
 
 def cells_in_order(spec: ExperimentSpec, runs: Iterable[RunResult]) -> list[RunResult]:
     """One result per cell (the last given wins), in the spec's cell order."""
-    position = {cell.run_id: i for i, cell in enumerate(spec.cells())}
+    position = {run_id: i for i, run_id in enumerate(spec.run_ids())}
     latest: dict[str, RunResult] = {}
     for run in runs:
         if run.run_id not in position:

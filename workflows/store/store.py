@@ -31,6 +31,7 @@ from workflows.store.engine import (
     safe_url,
     translated_errors,
 )
+from workflows.store.rate_buckets import take_slot
 from workflows.store.store_errors import StoreError
 from workflows.store.store_records import ExperimentRecord, ExperimentStatus
 from workflows.store.tables import (
@@ -272,6 +273,17 @@ class Store:
             by_run.setdefault(criterion.run_id, []).append(criterion)
         return [convert.run_result(row, by_run.get(row.run_id, [])) for row in rows]
 
+    def runs_version(self, experiment_id: str) -> tuple[int, str]:
+        """How many runs the experiment has stored and when one last changed (one query): equal
+        versions mean equal `list_runs` results, so readers can cache on it (the dashboard)."""
+        with self._read() as connection:
+            count, newest = connection.execute(
+                select(func.count(), func.max(runs.c.updated_at)).where(
+                    runs.c.experiment_id == experiment_id
+                )
+            ).one()
+        return int(count), str(newest or "")
+
     def spend(self, repo: str, since: datetime, until: datetime) -> float:
         """What the runs of `repo`'s experiments created in [since, until) cost, agent and
         sandbox (one query: the bot asks on every /eval when a daily cap is set)."""
@@ -360,6 +372,14 @@ class Store:
                     & webhook_deliveries.c.lease_expires_at.is_not(None)
                 )
             )
+
+    # -- shared rate limits ----------------------------------------------------------------------
+
+    def take_rate_slot(self, name: str, interval_s: float, tolerance_s: float = 0.0) -> float:
+        """Take the next slot of the rate limit `name`, shared by every process using this
+        database; return the seconds to wait before using it (workflows/store/rate_limits.py)."""
+        with self._write() as connection:
+            return take_slot(connection, name, interval_s, tolerance_s)
 
 
 def _experiment_status(status: str) -> ExperimentStatus:

@@ -164,6 +164,17 @@ class PrewarmedImageRow(StoreModel, table=True):
     checked_at: datetime = Field(sa_type=DateTime(timezone=True))
 
 
+class RateBucketRow(StoreModel, table=True):
+    """One rate limit shared by every process of the database (workflows/store/rate_limits.py):
+    `next_at` is when the bucket's next slot is free (GCRA's theoretical arrival time), in
+    seconds since the epoch on the database's clock (PostgreSQL) or the host's (SQLite)."""
+
+    __tablename__ = "rate_buckets"
+
+    name: str = Field(primary_key=True, sa_type=String(64))
+    next_at: float = Field(sa_type=Float)
+
+
 metadata = StoreModel.metadata
 experiments = metadata.tables["experiments"]
 arms = metadata.tables["arms"]
@@ -172,3 +183,4 @@ criterion_scores = metadata.tables["criterion_scores"]
 webhook_deliveries = metadata.tables["webhook_deliveries"]
 secret_syncs = metadata.tables["secret_syncs"]
 prewarmed_images = metadata.tables["prewarmed_images"]
+rate_buckets = metadata.tables["rate_buckets"]

@@ -11,6 +11,7 @@ TARGETS = [
     "/etc/escaped.txt",
     "/etc/passwd",
     "/evalbot/runner.py",
+    "/evalbot/runner.pyc",  # the compiled runner the local provider binds
     "/escaped.txt",
     "/proc/sys/kernel/hostname",
     "/sys/escaped.txt",

@@ -11,6 +11,7 @@ SOURCES = {
     "setuid-passwd": "/usr/bin/passwd",
     "python": "/usr/bin/python3",
     "runner": "/evalbot/runner.py",
+    "compiled-runner": "/evalbot/runner.pyc",
     "case": "/case/case.json",
     "repo-file": "/repo/evalbot.toml",
     "proc-environ": "/proc/1/environ",

@@ -7,8 +7,9 @@ each connection carries one JSON request line:
 
     {"op": "exec", "id": "e1", "argv": [...], "env": {...}, "workdir": "/repo", "timeout": 5,
      "stdout": true, "stderr": true}
-        -> {"ok": true, "pid": N}; output in procs/<id>.out and .err, the exit status in
-           procs/<id>.rc (code, 128 + signal, or -1 when the exec deadline killed it); the
+        -> {"ok": true, "pid": N}; output in procs/<id>.out and .err (both exist before the
+           answer), the exit status in procs/<id>.rc (code, 128 + signal, or -1 when the exec
+           deadline killed it), written only once the output is complete; the
            process's stdin is a pipe the agent holds open until a "stdin" request closes it
     {"op": "stdin", "id": "e1", "eof": true} + raw bytes until the connection's end
         -> {"ok": true, "bytes": N}: the bytes went into the process's stdin (closed when eof)
@@ -74,6 +75,8 @@ class Processes:
 
     def spawn(self, request: dict[str, Any]) -> int:
         exec_id = str(request["id"])
+        for name in ("out", "err"):  # the router may read them as soon as the exec is answered
+            os.close(os.open(f"{PROCS}/{exec_id}.{name}", os.O_WRONLY | os.O_CREAT, 0o600))
         if request["argv"] and request["argv"][0] == FS_TOOLS:
             return self.run_tool(exec_id, request)
         read_end, write_end = os.pipe()
@@ -123,7 +126,7 @@ class Processes:
 
     def _tool(self, exec_id: str, argv: list[str], read_end: int, paths: list[str]) -> None:
         code = 1
-        try:
+        try:  # the files are closed (every byte written) before `record` makes the status visible
             stdin = open(read_end, "rb")  # noqa: SIM115 - closed by the with below
             with stdin, open(paths[0], "wb") as out, open(paths[1], "wb") as err:
                 try:

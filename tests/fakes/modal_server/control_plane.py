@@ -352,12 +352,14 @@ class ControlPlane(ModalClientBase):
                 "source": str(data), "read_only": mount.read_only, "name": volume_name,
             }  # fmt: skip
         sandbox_id = new_id("sb-", 24)
-        created, ready_at = self.cloud.admit(sandbox_id, self.cloud.knobs())
+        tags = {t.tag_name: t.tag_value for t in req.tags}
+        key = tags.get("run") or definition.name or None  # the same across a creation's attempts
+        created, ready_at = self.cloud.admit(sandbox_id, self.cloud.knobs(), key)
         resources = definition.resources
         meta = {
             "id": sandbox_id, "task_id": task_id_of(sandbox_id), "app_id": req.app_id,
             "image_id": definition.image_id, "name": definition.name or None,
-            "tags": {t.tag_name: t.tag_value for t in req.tags},
+            "tags": tags,
             "created_at": created, "ready_at": ready_at, "timeout": definition.timeout_secs,
             "workdir": definition.workdir or None,
             "cpu": [resources.milli_cpu / 1000, resources.milli_cpu_max / 1000 or None],

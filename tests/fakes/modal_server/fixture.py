@@ -14,6 +14,7 @@ sandbox still running.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -69,15 +70,24 @@ class ModalTestServer:
 
     def stats(self) -> dict[str, Any]:
         """Server-side counts: sandboxes `created`, creations `refused` (RESOURCE_EXHAUSTED sent),
-        the most creations in any one-second window (`max_per_1s`), the most sandboxes starting at
-        once (`peak_starting`), sandboxes whose container is running (`alive`), and `ready_delays`
-        (seconds from each creation to its sandbox's first exec/snapshot call that got through)."""
+        the most refusals one creation got across its attempts (`max_refused_one`, by its `run`
+        tag or name), the most creations in any one-second window (`max_per_1s`), the most
+        sandboxes starting at once (`peak_starting`), sandboxes whose container is running
+        (`alive`), and `ready_delays` (seconds from each creation to its sandbox's first
+        exec/snapshot call that got through)."""
         cloud = self.cloud
         return {**cloud.counters(), "alive": cloud.alive_sandboxes()}
+
+    def rpc_counts(self) -> dict[str, int]:
+        """Requests the server received, by method, as of the last second (the server writes
+        them each second)."""
+        path = self.root / "rpc_counts.json"
+        return dict(json.loads(path.read_text())) if path.is_file() else {}
 
     def reset_counters(self) -> None:
         with self.cloud.control() as state:
             state["counters"] = dict(ZERO_COUNTERS)
+            state["refused_by"] = {}
             state["creations"] = []
             state["ready_delays"] = []
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -171,29 +171,15 @@ class Router(TaskCommandRouterBase):
     async def _tail(
         self, path: Path, offset: int, folder: Path, meta: dict[str, Any], exec_id: str
     ) -> AsyncIterator[bytes]:
-        """The output file from `offset` while the process runs, then the rest."""
-        handle = None
-        delay = POLL_S
-        try:
-            while True:
-                if handle is None and path.exists():
-                    handle = open(path, "rb")  # noqa: SIM115, ASYNC230 - a local file, closed below
-                    handle.seek(offset)
-                chunk = handle.read(CHUNK) if handle is not None else b""
-                if chunk:
-                    yield chunk
-                    delay = POLL_S
-                    continue
-                meta = self.cloud.sandbox_meta(meta["id"])
-                if self._status(folder, meta, exec_id) is not None:
-                    while handle is not None and (rest := handle.read(CHUNK)):
-                        yield rest
-                    return
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, POLL_MAX_S)
-        finally:
-            if handle is not None:
-                handle.close()
+        """The exec's output from `offset` while it runs, then the rest (see `tail_output`)."""
+        sandbox_id = meta["id"]
+
+        def finished() -> bool:
+            latest = self.cloud.sandbox_meta(sandbox_id)
+            return self._status(folder, latest, exec_id) is not None
+
+        async for chunk in tail_output(path, offset, finished):
+            yield chunk
 
     # -- stdin ----------------------------------------------------------------------------------
 
@@ -292,6 +278,42 @@ class Router(TaskCommandRouterBase):
         req = await self._recv(stream)
         await self._ready(req.task_id)
         await stream.send_message(sr_pb2.SandboxWaitUntilReadyTcrResponse(ready_at=time.time()))
+
+
+async def tail_output(
+    path: Path, offset: int, finished: Callable[[], bool]
+) -> AsyncIterator[bytes]:
+    """An output file from `offset` until its exec has finished and every byte is sent.
+
+    The agent writes an exec's exit status only once its output is complete (the process has
+    exited, or the filesystem tool closed its files), so the status is looked at FIRST and the file
+    then read to its end: when the status was there before that read, the read saw everything.
+    Looking at the status after finding nothing to read would lose output that appeared (with its
+    status) in between: an empty stdout with exit code 0, which the SDK's `filesystem.stat` fails
+    to parse.
+    """
+    handle = None
+    delay = POLL_S
+    try:
+        while True:
+            done = finished()
+            if handle is None and path.exists():
+                handle = open(path, "rb")  # noqa: SIM115, ASYNC230 - a local file, closed below
+                handle.seek(offset)
+            sent = False
+            while handle is not None and (chunk := handle.read(CHUNK)):
+                sent = True
+                yield chunk
+            if done:
+                return
+            if sent:
+                delay = POLL_S
+                continue
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, POLL_MAX_S)
+    finally:
+        if handle is not None:
+            handle.close()
 
 
 def _has_data(data: Any) -> bool:

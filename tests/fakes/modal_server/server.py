@@ -9,6 +9,7 @@ it after terminating every sandbox still running in its cloud.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import hashlib
 import json
@@ -18,6 +19,7 @@ import signal
 from pathlib import Path
 
 from aiohttp import web
+from grpclib.events import RecvRequest, listen
 from grpclib.server import Server
 
 from tests.fakes.modal_server import containers
@@ -60,6 +62,7 @@ async def serve(root: Path, port: int, ready_file: Path | None, knobs: Knobs) ->
     control_plane = ControlPlane(cloud, issuer, urls)  # type: ignore[abstract]
     router = Router(cloud, issuer)  # type: ignore[abstract]
     server = Server([control_plane, router])
+    rpc_counts = count_rpcs(server)
     await server.start(HOST, port)
     grpc_port = server._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     urls["router"] = f"http://{HOST}:{grpc_port}"
@@ -69,12 +72,36 @@ async def serve(root: Path, port: int, ready_file: Path | None, knobs: Knobs) ->
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    writer = asyncio.ensure_future(write_rpc_counts(cloud, rpc_counts, stop))
     await stop.wait()
+    await writer
     server.close()
     await runner.cleanup()
     await asyncio.to_thread(terminate_all, cloud)
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(server.wait_closed(), 2)
+
+
+def count_rpcs(server: Server) -> collections.Counter[str]:
+    """Requests received, by method name (`/modal.client.ModalClient/SandboxCreate` → its last
+    part), for benchmarks: RPCs per cell."""
+    counts: collections.Counter[str] = collections.Counter()
+
+    async def received(event: RecvRequest) -> None:
+        counts[event.method_name.rsplit("/", 1)[-1]] += 1
+
+    listen(server, RecvRequest, received)
+    return counts
+
+
+async def write_rpc_counts(
+    cloud: Cloud, counts: collections.Counter[str], stop: asyncio.Event
+) -> None:
+    """Into `<root>/rpc_counts.json` each second while the server runs, and once at its end."""
+    while not stop.is_set():
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1)
+        write_json(cloud.root / "rpc_counts.json", dict(counts))
 
 
 def terminate_all(cloud: Cloud) -> None:

@@ -45,7 +45,9 @@ SANDBOX_ID = re.compile(r"^sb-[A-Za-z0-9]{1,64}$")
 IMAGE_ID = re.compile(r"^im-[A-Za-z0-9]{1,64}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 RATE_MESSAGE = "Sandbox creation rate limit exceeded"
-ZERO_COUNTERS = {"created": 0, "refused": 0, "max_per_1s": 0, "peak_starting": 0}
+ZERO_COUNTERS = {
+    "created": 0, "refused": 0, "max_refused_one": 0, "max_per_1s": 0, "peak_starting": 0,
+}  # fmt: skip
 
 
 def new_id(prefix: str, length: int = 22) -> str:
@@ -119,8 +121,11 @@ class Cloud:
         finally:
             os.close(fd)
 
-    def admit(self, sandbox_id: str, knobs: Knobs) -> tuple[float, float]:
-        """Apply the rate limit and the starting quota to one creation: (created_at, ready_at)."""
+    def admit(self, sandbox_id: str, knobs: Knobs, key: str | None = None) -> tuple[float, float]:
+        """Apply the rate limit and the starting quota to one creation: (created_at, ready_at).
+        `key` names what is being created across its attempts (its `run` tag or name): the
+        refusals each key got are counted (`refused_by`, whose largest count is in the counters
+        as `max_refused_one`)."""
         with self.control() as state:
             now = time.time()
             state["creations"] = [t for t in state["creations"] if now - t < 1.0]
@@ -134,6 +139,12 @@ class Cloud:
                 refusal = f"Too many Sandboxes are starting at once ({cap}). Please retry later."
             if refusal is not None:
                 counters["refused"] += 1
+                if key is not None:
+                    by_key = state.setdefault("refused_by", {})
+                    by_key[key] = by_key.get(key, 0) + 1
+                    counters["max_refused_one"] = max(
+                        counters.get("max_refused_one", 0), by_key[key]
+                    )
             else:
                 ready_at = now + knobs.start_latency_s
                 state["creations"].append(now)

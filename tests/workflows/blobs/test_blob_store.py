@@ -5,12 +5,18 @@ large files uploaded in parts; a bad bucket refused at the start check in one se
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import json
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import obstore
 import pytest
 
+from tests.fakes.s3_refusing import ACCESS_DENIED, RefusingS3
 from tests.support.s3 import S3Server
 from workflows.blobs import BlobStore, BlobStoreError, LocalBlobStore, open_blob_store
 from workflows.blobs.s3 import PART_BYTES, S3BlobStore
@@ -128,12 +134,23 @@ def test_a_missing_secret_key_is_named(
         _s3(settings, s3_server, "any")  # refused when built, before any request
 
 
+def free_port_containing_403() -> int:
+    """A port nobody listens on whose number holds "403": the URL is in the client's message."""
+    for port in [*range(40300, 40400), *range(1403, 65536, 1000)]:
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port containing 403")
+
+
 def test_an_unreachable_endpoint_is_named(
     settings: Settings, s3_bucket: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.support.openbao import free_port
-
-    dead = f"http://127.0.0.1:{free_port()}"
+    """Not "credentials refused" because the port's digits hold 403 (a CI failure)."""
+    dead = f"http://127.0.0.1:{free_port_containing_403()}"
     store = open_blob_store(
         settings.with_changes(store={"blob_url": "s3://b/p", "blob_endpoint_url": dead})
     )
@@ -144,6 +161,28 @@ def test_an_unreachable_endpoint_is_named(
         "EVALBOT_BLOB_ENDPOINT_URL and the network"
     )
     assert "testing-secret-key" not in str(caught.value)
+
+
+@pytest.mark.parametrize("body", [ACCESS_DENIED, b""], ids=["s3-error", "status-only"])
+def test_refused_credentials_are_named(
+    settings: Settings, s3_bucket: dict[str, Any], body: bytes
+) -> None:
+    refusing = RefusingS3(body).start()
+    try:
+        store = open_blob_store(
+            settings.with_changes(
+                store={"blob_url": "s3://b/p", "blob_endpoint_url": refusing.root}
+            )
+        )
+        with pytest.raises(BlobStoreError) as caught:
+            store.check()
+    finally:
+        refusing.stop()
+    assert refusing.requests  # the check reached the endpoint
+    assert str(caught.value) == (
+        "the blob store s3://b/p cannot be used: the credentials were refused for bucket 'b'; "
+        "check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+    )
 
 
 @pytest.mark.parametrize(
@@ -163,3 +202,51 @@ def test_a_file_url_names_the_local_folder(settings: Settings, tmp_path: Path) -
     store = open_blob_store(settings.with_changes(store={"blob_url": (tmp_path / "b").as_uri()}))
     assert isinstance(store, LocalBlobStore) and store.root == tmp_path / "b"
     assert isinstance(open_blob_store(settings), LocalBlobStore)
+
+
+@pytest.mark.parametrize("backend", ["local", "s3"])
+def test_staging_left_by_a_killed_worker_is_reaped_and_a_live_ones_kept(
+    backend: str, settings: Settings, request: pytest.FixtureRequest
+) -> None:
+    """A worker killed mid-collect leaves its staging folder; the next worker's start removes
+    it, but never the staging of a worker still running on the host (this process here)."""
+    changes: dict[str, Any] = request.getfixturevalue("s3_bucket") if backend == "s3" else {}
+    settings = settings.with_changes(**changes)
+    blobs = open_blob_store(settings)
+    dead = subprocess.run(
+        [sys.executable, "-c", STAGE_AND_DIE, str(settings.data_dir), json.dumps(changes)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    assert Path(dead).is_file()  # what the dead worker staged is there until the reaping
+    live = _stage(blobs, {"out/answer.md": b"in progress"})
+
+    reaped = blobs.reap_staging()
+
+    assert len(reaped) == 1 and not Path(dead).exists()
+    assert _tree(live) == {"out/answer.md": b"in progress"}
+    assert blobs.reap_staging() == []
+
+
+STAGE_AND_DIE = """
+import json, os, sys
+from pathlib import Path
+from workflows.blobs import open_blob_store
+from workflows.settings import Settings
+settings = Settings(data_dir=Path(sys.argv[1])).with_changes(**json.loads(sys.argv[2]))
+staging = open_blob_store(settings).staging("exp-1/dead/arm/0")
+(staging / "stdout.log").write_text("half")
+print(staging / "stdout.log", flush=True)
+os._exit(0)  # no clean-up, as for a SIGKILL
+"""
+
+
+def test_workers_starting_together_check_the_store_without_tripping_each_other(
+    blobs: BlobStore,
+) -> None:
+    """Each check writes and deletes a probe of its own (one shared name made one worker's
+    delete fail another's check: a fork test's two sessions in CI)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=12) as pool:
+        checks = [pool.submit(blobs.check) for _ in range(48)]
+    assert [check.exception() for check in checks] == [None] * 48

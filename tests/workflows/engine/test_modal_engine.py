@@ -114,6 +114,42 @@ async def test_the_tiny_experiment_runs_unchanged_on_modal(
     assert seen["max_per_1s"] <= 5 and seen["created"] == len(metas)
 
 
+async def test_a_server_limit_under_the_engines_rate_is_retried_within_the_budget(
+    modal_settings: Settings, agent_repo: AgentRepo, server: ModalTestServer
+) -> None:
+    """40 cells while the server refuses creations beyond 2/s and the engine sends up to 5/s (its
+    provision queue and its client bucket at their defaults): each refusal is a RESOURCE_EXHAUSTED
+    that the admission control retries with backoff. Counted by the server, not the client: the
+    limit was hit and held, no creation was refused as often as `create_attempts` (it would have
+    given up), the refusals stay within that retry budget, and every cell is scored with one
+    sandbox."""
+    server.configure(create_rate_per_s=2)
+    store = open_store(modal_settings)
+    arms = [
+        ArmSpec(name="base", ref="base", commit=agent_repo.base),
+        ArmSpec(name="head", ref="head", commit=agent_repo.head),
+    ]
+    spec = plan_experiment(
+        modal_settings, repo=str(agent_repo.path), dataset="tiny", arms=arms, trials=4
+    )
+    assert len(spec.cells()) == 40
+    started = time.time()
+
+    await run_experiment(modal_settings, store, spec, quiet=True)
+
+    runs = store.list_runs(spec.experiment_id)
+    assert sorted(r.run_id for r in runs) == sorted(c.run_id for c in spec.cells())
+    assert {r.status for r in runs} == {RunStatus.SCORED}, [(r.run_id, r.error) for r in runs]
+    cells = [m for m in sandboxes_since(server, started) if m["tags"]["evalbot"] == "run"]
+    assert sorted(m["tags"]["run"] for m in cells) == sorted(c.run_id for c in spec.cells())
+    seen = server.stats()
+    per_creation = modal_settings.modal.create_attempts - 1
+    assert seen["max_per_1s"] <= 2
+    assert seen["refused"] > 0  # the engine's 5/s met the server's 2/s
+    assert seen["max_refused_one"] <= per_creation
+    assert seen["refused"] <= per_creation * seen["created"]
+
+
 def test_prewarm_then_the_prs_commit_is_a_reset(
     modal_settings: Settings, agent_repo: AgentRepo, server: ModalTestServer
 ) -> None:
@@ -193,7 +229,8 @@ def run_demo(
         "EVALBOT_MODAL_APP_NAME": f"evalbot-demo-{suffix}",
     }
     _register_commands()
-    command = ["demo", "--json", "--trials", str(trials), "--output", str(folder / "demo-output")]
+    command = ["demo", "--json", "--no-history", "--trials", str(trials)]
+    command += ["--output", str(folder / "demo-output")]  # the history: test_demo_history.py
     result = CliRunner().invoke(cli, command, env=env)
     assert result.exit_code == 0, result.output
     report = ExperimentReport.model_validate_json(result.stdout)

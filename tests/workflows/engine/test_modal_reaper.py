@@ -112,11 +112,16 @@ async def test_a_killed_workers_sandboxes_are_reaped_once_their_experiment_is_go
     worker = start_worker(settings, log)
     try:
         await start_experiment(client, settings, spec, max_parallel=8)
+        cells = len(spec.cells())  # every cell's sandbox is up (a fixed wait was short under load)
         running = await until(
-            lambda: alive_sandboxes(modal_server, spec.experiment_id), 120, "sandboxes"
+            lambda: (
+                (alive := alive_sandboxes(modal_server, spec.experiment_id))
+                and len(alive) == cells
+                and alive
+            ),
+            120,
+            "a sandbox for every cell",
         )
-        await asyncio.sleep(1.0)  # every cell's sandbox is up (the tiny dataset has few)
-        running = alive_sandboxes(modal_server, spec.experiment_id)
 
         # While the experiment runs, the reaper leaves its sandboxes alone.
         kept = await asyncio.to_thread(reap, settings, "--dry-run")

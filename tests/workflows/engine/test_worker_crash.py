@@ -30,7 +30,7 @@ def start_worker(settings: Settings, log: Path) -> subprocess.Popen[bytes]:
         "EVALBOT_RUN_TASK_QUEUE": settings.temporal.run_task_queue,
         "EVALBOT_COLLECT_TASK_QUEUE": settings.temporal.collect_task_queue,
         "EVALBOT_SCORE_TASK_QUEUE": settings.temporal.score_task_queue,
-        "EVALBOT_POLL_INTERVAL_S": str(settings.sandbox.poll_interval_s),
+        "EVALBOT_POLL_INTERVAL_S": str(settings.sandbox.resolved_poll_interval_s),
     }
     return subprocess.Popen(
         [sys.executable, "-m", "bot", "worker"],

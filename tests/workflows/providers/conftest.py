@@ -15,6 +15,7 @@ from tests.workflows.providers.kits import (
     skip_reason,
 )
 from workflows.providers.local import LocalProvider
+from workflows.providers.modal import ModalSandbox
 
 
 async def build_kit(name: str, base: Path) -> Kit:
@@ -60,3 +61,12 @@ def mode_kit(request: pytest.FixtureRequest, local_kit: Kit) -> Kit:
         return LocalProvider(sandboxes, images, start_timeout_s=20, cgroups="none")
 
     return Kit("local", base, make, local_kit.repo, local_kit.image, local_kit.world)
+
+
+@pytest.fixture
+async def sandboxes() -> AsyncIterator[list[ModalSandbox]]:
+    """Modal sandboxes a test made: terminated after it, whatever happened."""
+    made: list[ModalSandbox] = []
+    yield made
+    for sandbox in made:
+        await sandbox.terminate()

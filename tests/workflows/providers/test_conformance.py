@@ -330,7 +330,9 @@ async def test_attach_unknown_ids(kit: Kit, sandbox_id: str) -> None:
 
 
 async def test_runner_survives_the_worker_that_started_it(kit: Kit) -> None:
-    """A worker process starts a run and exits; a fresh one attaches and sees it finish."""
+    """A worker process starts a run and exits; a fresh one attaches and sees it finish. The run
+    waits for the test to release it, so it is still running when the fresh worker looks, however
+    slowly the machine went (a fixed sleep had finished by then under load)."""
     script = textwrap.dedent(
         f"""
         import asyncio, sys
@@ -342,7 +344,10 @@ async def test_runner_survives_the_worker_that_started_it(kit: Kit) -> None:
             kit = Kit({kit.name!r}, Path({str(kit.base)!r}), make, Path({str(kit.repo)!r}),
                       {kit.image!r}, Path({str(kit.world)!r}))
             sandbox = await kit.provider.create(kit.spec())
-            await sandbox.start("sleep 1.5; python3 answer.py")
+            await sandbox.start(
+                "for i in $(seq 600); do [ -e $EVALBOT_OUT_DIR/release ] && break; "
+                "sleep 0.1; done; python3 answer.py"
+            )
             print(sandbox.id)
         asyncio.run(main())
         """
@@ -355,6 +360,7 @@ async def test_runner_survives_the_worker_that_started_it(kit: Kit) -> None:
     sandbox = await kit.make().attach(stdout.decode().strip())
     try:
         assert await sandbox.runner_alive()
+        await sandbox.write_file("/out/release", b"")
         assert (await wait_state(sandbox))["exit_code"] == 0
         assert (await sandbox.read_file("/out/answer.md")).startswith(b"42")
     finally:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import pytest
 
 from tests.fakes.cgroupfs import kernel_rmdir, make_unified_mount
 from tests.workflows.providers.kits import Kit, run_to_end
+from workflows.process_owned import staging_path
 from workflows.providers.base import ProviderRefused, SandboxNotFound
 from workflows.providers.local import LocalProvider, LocalSandbox
 from workflows.providers.local.cgroups import CONTROLLERS
@@ -131,7 +134,11 @@ async def test_a_sandbox_cut_off_before_its_metadata_is_removed_whole(mode_kit: 
     assert not sandbox.layout.root.exists() and not sandbox.disk_image.exists()
     assert not sandbox.cgroups.exists()
     assert processes_of(sandbox.uid) == []
-    assert not [p for p in provider.slots.folder.glob("[0-9]*") if p.read_text() == sandbox.id]
+    assert not [
+        p
+        for p in provider.slots.folder.glob("[0-9]*")
+        if p.read_text().partition("\n")[0] == sandbox.id
+    ]
     assert await provider.sandboxes_of(run_id) == []
 
 
@@ -174,3 +181,48 @@ async def test_on_a_cgroup_v2_host_the_provider_writes_the_spec_limits_there(
     kernel_rmdir(group)
     await sandbox.terminate()
     assert not group.exists() and not sandbox.layout.root.exists()
+
+
+async def test_a_sandbox_cut_off_by_a_dead_worker_is_listed_for_the_host_reaping(
+    mode_kit: Kit,
+) -> None:
+    """No metadata and its uid claimed by a process that is gone: the host's reaping lists it
+    (no experiment, so it is removed); claimed by a live process it is a create in progress."""
+    provider = mode_kit.provider
+    assert isinstance(provider, LocalProvider)
+    sandbox = await provider.create(mode_kit.spec(run_id="exp/cut-off-dead/arm/0"))
+    assert isinstance(sandbox, LocalSandbox)
+    sandbox.layout.meta.unlink()
+    assert sandbox.id not in [found.id for found in await provider.run_sandboxes()]
+    claim = provider.slots.folder / str(sandbox.uid)
+    claim.write_text(f"{sandbox.id}\n1-1")  # pid 1 under another start time: a process gone
+
+    listed = [found for found in await provider.run_sandboxes() if found.id == sandbox.id]
+    assert [(found.experiment, found.run) for found in listed] == [("", "")]
+    await provider.remove_leftover(sandbox.id)
+
+    assert not sandbox.layout.root.exists() and not sandbox.disk_image.exists()
+    assert not claim.exists()
+    assert sandbox.id not in [found.id for found in await provider.run_sandboxes()]
+
+
+def test_half_made_runner_and_etc_copies_of_a_dead_worker_are_reaped(tmp_path: Path) -> None:
+    """A worker killed while compiling the runner or copying /etc leaves a staging entry named by
+    its process; the reaping at a worker's start removes those, and keeps what a live one makes."""
+    provider = LocalProvider(tmp_path / "s", tmp_path / "i")
+    dead = subprocess.run(
+        [sys.executable, "-c", "from workflows.process_owned import this_process as p; print(p())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    left: list[Path] = []
+    for folder in (provider.sandbox_dir / ".runner", provider.sandbox_dir / ".etc"):
+        folder.mkdir(parents=True)
+        (folder / f".x.abc.{dead}").mkdir()  # a half-made /etc copy is a folder
+        (folder / f".y.abc.{dead}").write_bytes(b"half")
+        left.append(staging_path(folder / "z"))
+        left[-1].write_bytes(b"being made by this live process")
+    provider.reap_orphans()
+    remaining = [p for f in ("runner", "etc") for p in (provider.sandbox_dir / f".{f}").iterdir()]
+    assert sorted(remaining) == sorted(left)

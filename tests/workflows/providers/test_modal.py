@@ -9,6 +9,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import modal
 import pytest
@@ -17,8 +18,13 @@ from tests.fakes.modal_server.fixture import ModalTestServer
 from tests.workflows.providers.kits import make_world, run_to_end, tree
 from tests.workflows.providers.modal_env import FAST_RETRY, ModalEnv
 from workflows.engine.activities import RunActivities
-from workflows.providers.base import SandboxCreateError, SandboxError, SandboxRateLimited
-from workflows.providers.modal import ModalSandbox
+from workflows.providers.base import (
+    SandboxCreateError,
+    SandboxError,
+    SandboxFileError,
+    SandboxRateLimited,
+)
+from workflows.providers.modal import ModalSandbox, modal_files
 from workflows.providers.modal.modal_admission import AdmissionLimits
 from workflows.settings import Settings
 
@@ -32,14 +38,6 @@ async def env(
     setup = ModalEnv(tmp_path_factory.mktemp("modal"), modal_server, "evalbot-test-modal")
     setup.image = await setup.provider().build_image(setup.repo, "main", "echo built > built.txt")
     yield setup
-
-
-@pytest.fixture
-async def sandboxes() -> AsyncIterator[list[ModalSandbox]]:
-    made: list[ModalSandbox] = []
-    yield made
-    for sandbox in made:
-        await sandbox.terminate()
 
 
 # -- what the provider asks Modal for -------------------------------------------------------------
@@ -293,3 +291,50 @@ async def test_iter_file_leaves_no_spool_behind(
     chunks = [chunk async for chunk in sandbox.iter_file("/out/t.jsonl", chunk_size=50_000)]
     assert [len(c) for c in chunks] == [50_000] * 4
     assert list((env.base / "spool").iterdir()) == []
+
+
+# -- filesystem calls -----------------------------------------------------------------------------
+
+
+async def filesystem_calls(server: ModalTestServer, action: Any) -> int:
+    """Execs the server received while `action` ran: each filesystem call is one (the SDK runs
+    Modal's filesystem tool in the sandbox). The server writes its counts every second."""
+    await asyncio.sleep(1.2)
+    before = server.rpc_counts().get("TaskExecStart", 0)
+    await action()
+    await asyncio.sleep(1.2)
+    return server.rpc_counts().get("TaskExecStart", 0) - before
+
+
+async def test_files_of_a_fresh_listing_are_read_with_one_call_each(
+    env: ModalEnv, sandboxes: list[ModalSandbox], modal_server: ModalTestServer
+) -> None:
+    """Collecting (list, then read each file) does not `stat` again what the listing saw: one
+    call per file, where checking each path component first took three or four."""
+    sandbox = await env.provider().create(env.spec())
+    sandboxes.append(sandbox)
+    await run_to_end(sandbox, "mkdir -p /out/a/b && for f in x y z; do echo $f > /out/a/b/$f; done")
+    listed = await sandbox.list_files("/out")
+    names = sorted(info.path for info in listed if info.path.startswith("a/b/"))
+    assert names == ["a/b/x", "a/b/y", "a/b/z"]
+    read: list[bytes] = []
+
+    async def read_all() -> None:
+        read.extend([await sandbox.read_file(f"/out/{name}") for name in names])
+
+    assert await filesystem_calls(modal_server, read_all) == 3
+    assert read == [b"x\n", b"y\n", b"z\n"]
+
+
+async def test_after_a_listing_goes_stale_every_component_is_checked_again(
+    env: ModalEnv, sandboxes: list[ModalSandbox], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(modal_files, "LISTING_FRESH_S", 0.0)
+    sandbox = await env.provider().create(env.spec())
+    sandboxes.append(sandbox)
+    await run_to_end(sandbox, "mkdir -p /out/a /tmp/elsewhere && echo x > /tmp/elsewhere/f")
+    await sandbox.list_files("/out")
+    swap = await sandbox.exec(["sh", "-c", "rmdir /out/a && ln -s /tmp/elsewhere /out/a"])
+    assert swap.exit_code == 0
+    with pytest.raises(SandboxFileError, match="symlink"):
+        await sandbox.read_file("/out/a/f")

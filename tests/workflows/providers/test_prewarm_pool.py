@@ -93,3 +93,27 @@ async def test_workers_share_the_pool_and_draining_leaves_nothing(
     assert pooled.pool.ready() == []
     leftovers = [p for p in (tmp_path / "sandboxes").iterdir() if not p.name.startswith(".")]
     assert [p for p in leftovers if os.path.ismount(p)] == []
+
+
+async def test_a_shell_that_cannot_be_attached_is_removed_not_left_mounted(
+    local_kit: Kit, pooled: LocalProvider, tmp_path: Path
+) -> None:
+    """A shell whose metadata is unreadable is dropped by the next claim, and its disk, mount,
+    cgroups and uid go with it (before, only the pool's entry did)."""
+    assert pooled.pool is not None
+    await pooled.pool.fill()
+    broken = pooled.pool.ready()[0]
+    shell = await pooled.attach(broken)
+    uid = shell.uid
+    shell.layout.meta.write_text("{not json")
+    assert os.path.ismount(shell.layout.root)
+
+    claimed: list[LocalSandbox] = []
+    while broken in pooled.pool.ready():  # claims take the ready shells in order
+        claimed.append(await pooled.create(local_kit.spec(f"exp/case/arm/{len(claimed)}")))
+
+    assert not os.path.ismount(shell.layout.root) and not shell.layout.root.exists()
+    assert not shell.disk_image.exists() and not shell.cgroups.exists()
+    assert not (tmp_path / "sandboxes" / ".uids" / str(uid)).exists()
+    for sandbox in claimed:
+        await sandbox.terminate()

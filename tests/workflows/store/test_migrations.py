@@ -19,7 +19,7 @@ from workflows.store.tables import criterion_scores, metadata, runs
 REPO_ROOT = Path(__file__).resolve().parents[3]
 TABLES = {
     "experiments", "arms", "runs", "criterion_scores", "webhook_deliveries", "secret_syncs",
-    "prewarmed_images",
+    "prewarmed_images", "rate_buckets",
 }  # fmt: skip
 
 

@@ -158,3 +158,17 @@ def test_spend_sums_agent_and_sandbox_cost_of_the_repos_experiments_in_the_windo
     assert store.spend("/repo", now - day, now + day) == pytest.approx(0.6)
     assert store.spend("/repo", now + day, now + 2 * day) == 0
     assert store.spend("/nobody", now - day, now + day) == 0
+
+
+def test_runs_version_moves_when_a_run_is_added_or_its_content_changes(saved: Store) -> None:
+    """The dashboard caches an experiment's runs on this version (bot/dashboard/view_cache.py)."""
+    assert saved.runs_version("exp-1") == (0, "")
+    result = make_result()
+    saved.save_run(result)
+    first = saved.runs_version("exp-1")
+    saved.save_run(result)  # the same content: nothing written, the same version
+    assert first[0] == 1 and saved.runs_version("exp-1") == first
+    saved.save_run(result.model_copy(update={"score": 0.125}))  # a regrade
+    regraded = saved.runs_version("exp-1")
+    assert regraded[0] == 1 and regraded != first
+    assert saved.runs_version("nope") == (0, "")

@@ -9,10 +9,14 @@ capabilities and the bounding set, and sets no_new_privs before executing the re
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from workflows.process_owned import staging_path
 
 SYSTEM_LINKS = ("bin", "lib", "lib64", "sbin")
 # Host files a program may need; everything else under /etc stays out of the sandbox.
@@ -61,6 +65,66 @@ def write_etc(folder: Path, uid: int, gid: int) -> None:
         (folder / name).chmod(0o644)
 
 
+OWN_ETC_FILES = ("passwd", "group", "hosts")  # each sandbox's own (write_etc)
+SKIPPED_IN_SHARED_ETC = ("ssl/private",)  # host keys: sandboxes could not read them anyway
+
+
+def shared_etc(folder: Path, source: Path = Path("/etc")) -> Path:
+    """One read-only /etc for the sandboxes of this host: copies of the ETC_FILES there are, and
+    empty files on which each sandbox binds its own passwd, group and hosts.
+
+    Bound whole, it replaces a bind per file. Every bind costs bubblewrap a read of the mount
+    table, which holds every sandbox disk mounted on the host (docs/sandbox.md, "Start-up cost").
+    It is named by a digest of what it copies, so a host whose files changed gets a new one at
+    the next worker start; older ones stay, bound into sandboxes still running."""
+    digest = hashlib.sha256()
+    for name in ETC_FILES:
+        for path in _walk(source / name, source):
+            info = path.lstat()
+            target = os.readlink(path) if path.is_symlink() else ""
+            line = f"{path}\0{info.st_mode}\0{info.st_size}\0{info.st_mtime_ns}\0{target}\n"
+            digest.update(line.encode())
+    made = folder / digest.hexdigest()[:16]
+    if made.is_dir():
+        return made
+    partial = staging_path(made)
+    partial.mkdir(mode=0o755, parents=True)
+    try:
+        for name in ETC_FILES:
+            _copy(source / name, partial / name, source)
+        for name in OWN_ETC_FILES:
+            (partial / name).touch(mode=0o644)
+        partial.chmod(0o755)
+        os.rename(partial, made)
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+        if not made.is_dir():  # not another worker of this host that made it first
+            raise
+    return made
+
+
+def _walk(path: Path, source: Path) -> list[Path]:
+    if path.is_dir() and not path.is_symlink():
+        return [path, *sorted(p for p in path.rglob("*") if not _skipped(p, source))]
+    return [path] if path.exists() or path.is_symlink() else []
+
+
+def _skipped(path: Path, source: Path) -> bool:
+    name = path.relative_to(source).as_posix()
+    return any(name == skip or name.startswith(f"{skip}/") for skip in SKIPPED_IN_SHARED_ETC)
+
+
+def _copy(path: Path, dest: Path, source: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+
+        def ignore(folder: str, names: list[str]) -> set[str]:
+            return {name for name in names if _skipped(Path(folder) / name, source)}
+
+        shutil.copytree(path, dest, symlinks=True, ignore=ignore)
+    elif path.exists() or path.is_symlink():
+        shutil.copy2(path, dest, follow_symlinks=False)
+
+
 @dataclass(frozen=True)
 class Bind:
     source: Path
@@ -84,6 +148,7 @@ class BwrapCommand:
     die_with_parent: bool = False
     seccomp_fd: int | None = None
     extra_etc: Sequence[str] = field(default_factory=tuple)
+    etc_base: Path | None = None  # shared_etc(): bound as /etc instead of a bind per file
 
     def argv(self, command: Sequence[str]) -> list[str]:
         args = ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup"]
@@ -126,10 +191,15 @@ class BwrapCommand:
         return args
 
     def _etc(self) -> list[str]:
-        args = ["--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/evalbot"]
-        for name in (*ETC_FILES, *self.extra_etc):
-            args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        for name in ("passwd", "group", "hosts"):
+        if self.etc_base is not None:
+            if self.extra_etc:
+                raise ValueError("extra /etc files need a bind per file: no etc_base with them")
+            args = ["--ro-bind", str(self.etc_base), "/etc", "--perms", "0755", "--dir", "/evalbot"]
+        else:
+            args = ["--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/evalbot"]
+            for name in (*ETC_FILES, *self.extra_etc):
+                args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        for name in OWN_ETC_FILES:
             args += ["--ro-bind", str(self.etc_dir / name), f"/etc/{name}"]
         return args
 

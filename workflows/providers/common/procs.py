@@ -8,18 +8,7 @@ import os
 import signal
 import time
 
-
-def start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot; None if it is gone or a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            raw = handle.read()
-    except OSError:
-        return None
-    fields = raw[raw.rfind(b")") + 2 :].split()
-    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
-        return None
-    return int(fields[19])
+from workflows.process_owned import start_time as start_time  # re-exported: one reading of /proc
 
 
 def is_alive(pid: int, started: int) -> bool:

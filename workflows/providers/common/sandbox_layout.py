@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from workflows.providers.base import (
+    RunSandbox,
     SandboxCreateError,
     SandboxError,
     SandboxNotFound,
@@ -56,6 +57,26 @@ def run_prefix(run_id: str) -> str:
 
 def new_sandbox_id(run_id: str) -> str:
     return run_prefix(run_id) + secrets.token_hex(6)
+
+
+def run_sandboxes(sandbox_dir: Path) -> list[RunSandbox]:
+    """Every sandbox below `sandbox_dir` created for a run, with the experiment and run its
+    labels name (warm-pool sandboxes not yet claimed and ones without metadata are not listed:
+    `reap_orphans` and `sandboxes_of` deal with those)."""
+    found = []
+    for folder in sorted(sandbox_dir.iterdir()) if sandbox_dir.is_dir() else ():
+        if not ID_PATTERN.fullmatch(folder.name):
+            continue
+        try:
+            meta = read_meta(Layout(folder))
+        except SandboxError:
+            continue
+        labels = meta.get("labels") or {}
+        if meta.get("run_id") in (None, POOL_RUN_ID):
+            continue
+        experiment, run = str(labels.get("experiment", "")), str(labels.get("run", ""))
+        found.append(RunSandbox(id=folder.name, experiment=experiment, run=run))
+    return found
 
 
 def sandboxes_of(sandbox_dir: Path, run_id: str) -> list[str]:

@@ -1,9 +1,14 @@
 """A size-capped disk per sandbox: a sparse ext4 image, loop-mounted at the sandbox's folder.
 
 /world and /out live on it, so `limits.disk_mb` is a hard cap: a writer gets ENOSPC at the cap and
-the host disk never fills. The image is sparse (it grows with what is written, up to the cap) and
-costs about 25 ms to make and mount. Its size is the world's size plus `disk_mb` plus a little for
-ext4's own bookkeeping.
+the host disk never fills. The image is sparse (it grows with what is written, up to the cap). Its
+size is the world's size plus `disk_mb` plus a little for ext4's own bookkeeping.
+
+Formatting is done once per size: `DiskTemplates` runs mkfs.ext4 on a template image (in a
+root-only folder, never mounted) the first time a size is needed, and each sandbox's disk is a
+sparse copy of it — the ~1 MiB ext4 wrote, copied in-process with `copy_file_range` (a reflink
+where the host filesystem has them) instead of a mkfs.ext4 process per sandbox. The copy is the
+same filesystem, byte for byte, that mkfs would have made.
 """
 
 from __future__ import annotations
@@ -14,7 +19,10 @@ import os
 import shutil
 from pathlib import Path
 
+from workflows.process_owned import reap_partial, staging_path
 from workflows.providers.base import SandboxCreateError, SandboxError
+from workflows.providers.local.loop_mount import LoopConfigureUnsupported, mount_image, unmount
+from workflows.providers.local.stage_timer import StageTimer, timed
 
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 MIB = 1 << 20
@@ -45,7 +53,8 @@ def disk_size_mb(content_bytes: int, disk_mb: int) -> int:
     return total + max(8, total * 3 // 100)
 
 
-async def create_disk(image: Path, mountpoint: Path, size_mb: int) -> None:
+async def format_image(image: Path, size_mb: int) -> None:
+    """A new sparse image of `size_mb`, formatted ext4 (no journal, no reserved blocks)."""
     image.parent.mkdir(parents=True, exist_ok=True)
     os.close(os.open(image, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
     os.truncate(image, size_mb * MIB)  # sparse: blocks are allocated as the sandbox writes
@@ -55,9 +64,105 @@ async def create_disk(image: Path, mountpoint: Path, size_mb: int) -> None:
     if code != 0:
         image.unlink(missing_ok=True)
         raise SandboxCreateError(f"could not format the sandbox disk: {detail[-200:]}")
+
+
+def sparse_copy(source: Path, target: Path) -> None:
+    """Copy `source` to a new file `target` (mode 0600), holes kept as holes."""
+    with open(source, "rb") as src:
+        size = os.fstat(src.fileno()).st_size
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            for start, end in data_extents(src.fileno(), size):
+                offset = start
+                while offset < end:
+                    offset += os.copy_file_range(src.fileno(), fd, end - offset, offset, offset)
+            os.ftruncate(fd, size)
+        except BaseException:
+            os.close(fd)
+            target.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+
+
+def data_extents(fd: int, size: int) -> list[tuple[int, int]]:
+    """(start, end) of the parts of a file that hold data (SEEK_DATA / SEEK_HOLE)."""
+    extents, offset = [], 0
+    while offset < size:
+        try:
+            start = os.lseek(fd, offset, os.SEEK_DATA)
+        except OSError:  # ENXIO: only a hole is left
+            break
+        end = os.lseek(fd, start, os.SEEK_HOLE)
+        extents.append((start, end))
+        offset = end
+    return extents
+
+
+class DiskTemplates:
+    """One formatted template image per disk size, made on first use and copied per sandbox.
+
+    Templates live in a root-only folder (mode 0700) and are never mounted, so no sandbox can
+    change what the next one starts from. Several workers on one host may share the folder: a
+    template is formatted under a temporary name and renamed into place, so none sees half of one.
+    """
+
+    VERSION = 1  # bump when format_image's options change: old templates are then not used
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    def path(self, size_mb: int) -> Path:
+        return self.folder / f"ext4-v{self.VERSION}-{size_mb}mb.img"
+
+    async def template(self, size_mb: int) -> Path:
+        path = self.path(size_mb)
+        if path.is_file():
+            return path
+        async with self._locks.setdefault(size_mb, asyncio.Lock()):
+            if not path.is_file():
+                self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+                staging = staging_path(path)  # a restarted worker knows it for a leftover
+                try:
+                    await format_image(staging, size_mb)
+                    os.replace(staging, path)
+                finally:
+                    staging.unlink(missing_ok=True)
+        return path
+
+    def reap_partial(self) -> list[str]:
+        """Remove templates half-made by worker processes that are gone (killed mid-mkfs)."""
+        return reap_partial(self.folder)
+
+    async def copy(self, image: Path, size_mb: int) -> None:
+        """`image`: a new disk of `size_mb`, formatted (a copy of the template)."""
+        template = await self.template(size_mb)
+        image.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            await asyncio.to_thread(sparse_copy, template, image)
+        except OSError as error:
+            raise SandboxCreateError(f"could not copy the sandbox disk: {error}") from None
+
+
+async def create_disk(
+    image: Path,
+    mountpoint: Path,
+    size_mb: int,
+    timer: StageTimer | None = None,
+    templates: DiskTemplates | None = None,
+) -> None:
+    """A formatted disk at `image` (a template's copy, or formatted here), mounted at
+    `mountpoint`."""
+    if templates is not None:
+        with timed(timer, "create: disk from template"):
+            await templates.copy(image, size_mb)
+    else:
+        with timed(timer, "create: disk file + mkfs.ext4"):
+            await format_image(image, size_mb)
     mountpoint.mkdir(mode=0o755)
     try:
-        await mount_disk(image, mountpoint)
+        with timed(timer, "create: mount"):
+            await mount_disk(image, mountpoint)
     except SandboxError:
         mountpoint.rmdir()
         image.unlink(missing_ok=True)
@@ -66,6 +171,17 @@ async def create_disk(image: Path, mountpoint: Path, size_mb: int) -> None:
 
 
 async def mount_disk(image: Path, mountpoint: Path) -> None:
+    try:
+        await asyncio.to_thread(mount_image, image, mountpoint)  # loop_mount.py: no processes
+    except LoopConfigureUnsupported:  # Linux < 5.8: the same mount through `mount -o loop`
+        await _mount_with_process(image, mountpoint)
+    except OSError as error:
+        raise SandboxCreateError(
+            f"could not mount the sandbox disk (loop devices?): {error}"
+        ) from None
+
+
+async def _mount_with_process(image: Path, mountpoint: Path) -> None:
     options = "loop,nosuid,nodev,noatime"
     code, detail = await _run(
         [_tool("mount"), "-t", "ext4", "-o", options, str(image), str(mountpoint)]
@@ -76,17 +192,22 @@ async def mount_disk(image: Path, mountpoint: Path) -> None:
         )
 
 
-async def remove_disk(image: Path, mountpoint: Path) -> None:
+async def remove_disk(image: Path, mountpoint: Path, timer: StageTimer | None = None) -> None:
     """Unmount (lazily if something still holds it) and delete. Safe to repeat."""
+    with timed(timer, "teardown: umount"):
+        await _unmount(mountpoint)
+    with timed(timer, "teardown: rm disk"):
+        with contextlib.suppress(FileNotFoundError):
+            mountpoint.rmdir()
+        image.unlink(missing_ok=True)
+
+
+async def _unmount(mountpoint: Path) -> None:
     if os.path.ismount(mountpoint):
-        code, detail = await _run([_tool("umount"), str(mountpoint)])
-        if code != 0:
-            code, detail = await _run([_tool("umount"), "--lazy", str(mountpoint)])
-        if code != 0:
-            raise SandboxError(f"could not unmount the sandbox disk: {detail[-200:]}")
-    with contextlib.suppress(FileNotFoundError):
-        mountpoint.rmdir()
-    image.unlink(missing_ok=True)
+        try:
+            await asyncio.to_thread(unmount, mountpoint)  # lazily if busy (loop_mount.py)
+        except OSError as error:
+            raise SandboxError(f"could not unmount the sandbox disk: {error}") from None
 
 
 def disk_full(mountpoint: Path) -> bool:

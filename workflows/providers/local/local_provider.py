@@ -28,6 +28,7 @@ from workflows.prewarm.prewarmer import Prewarmer
 from workflows.prewarm.reset_builder import ResetBuilder
 from workflows.prewarm.snapshots import SnapshotIndex
 from workflows.prewarm.warm_pool import HEADROOM_MB, WarmPool
+from workflows.process_owned import is_gone, reap_partial
 from workflows.providers import egress
 from workflows.providers.base import (
     ExecResult,
@@ -35,6 +36,7 @@ from workflows.providers.base import (
     PrewarmedImage,
     ResourceLimits,
     ResourceUsage,
+    RunSandbox,
     SandboxCreateError,
     SandboxError,
     SandboxNotFound,
@@ -47,12 +49,14 @@ from workflows.providers.common.bwrap import (
     BUILD_ETC_FILES,
     Bind,
     BwrapCommand,
+    shared_etc,
     write_etc,
 )
 from workflows.providers.common.folder import FolderSandbox, read_state
 from workflows.providers.common.launch import joined, launch_detached, run_bounded, wait_ready
 from workflows.providers.common.procs import start_time
 from workflows.providers.common.sandbox_layout import (
+    ID_PATTERN,
     Layout,
     build_env,
     check_sandbox_id,
@@ -60,6 +64,7 @@ from workflows.providers.common.sandbox_layout import (
     dir_env,
     new_sandbox_id,
     read_meta,
+    run_sandboxes,
     sandboxes_of,
     spec_to_meta,
     tree_size,
@@ -70,7 +75,9 @@ from workflows.providers.common.settle import settled
 from workflows.providers.local import seccomp
 from workflows.providers.local.cgroup_backend import CgroupBackend, SandboxGroup, select_backend
 from workflows.providers.local.cgroups import CGROUP_ROOT, CgroupUsage
+from workflows.providers.local.compiled_runner import compiled_runner, in_sandbox_path
 from workflows.providers.local.disk import (
+    DiskTemplates,
     create_disk,
     disk_full,
     disk_size_mb,
@@ -79,6 +86,7 @@ from workflows.providers.local.disk import (
 )
 from workflows.providers.local.no_cgroups import NoCgroupBackend, looks_out_of_memory, rlimit_prefix
 from workflows.providers.local.slots import UidSlots
+from workflows.providers.local.stage_timer import StageTimer, timed
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +97,10 @@ MIB = 1 << 20
 
 
 def runner_command(
-    limits: ResourceLimits, command: str, ready_fd: int, timeout_s: float
+    runner: Path, limits: ResourceLimits, command: str, ready_fd: int, timeout_s: float
 ) -> list[str]:
     return [
-        SANDBOX_PYTHON, "-I", "-S", "/evalbot/runner.py",
+        SANDBOX_PYTHON, "-I", "-S", in_sandbox_path(runner),
         "--out", "/out", "--cwd", "/repo", "--timeout", f"{timeout_s:g}",
         "--log-limit", str(limits.stdout_limit_mb * MIB), "--fsize", str(limits.file_size_mb * MIB),
         "--ready-fd", str(ready_fd), "--pid-namespace", "--", command,
@@ -158,7 +166,7 @@ class LocalSandbox(FolderSandbox):
             Bind(self.layout.world, "/world", writable=True),
             Bind(self.layout.case, "/case"),
             Bind(self.layout.out, "/out", writable=True),
-            Bind(RUNNER, "/evalbot/runner.py"),
+            self.provider.runner_bind(),
         ]
         if self.allow_domains:
             binds += egress.binds(self.egress_socket)
@@ -166,6 +174,7 @@ class LocalSandbox(FolderSandbox):
             uid=self.uid,
             gid=self.uid,
             etc_dir=self.layout.root / "etc",
+            etc_base=self.provider.etc_base,
             binds=binds,
             chdir="/repo",
             tmp_mb=self.limits.disk_mb,
@@ -185,25 +194,31 @@ class LocalSandbox(FolderSandbox):
             command = egress.wrap_command(command)
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         filter_fd = seccomp_memfd()
-        runner = runner_command(self.limits, command, write_fd, self.limits.wall_timeout_s)
+        runner = runner_command(
+            self.provider.runner, self.limits, command, write_fd, self.limits.wall_timeout_s
+        )
         argv = self.bwrap(as_pid_1=True, seccomp_fd=filter_fd).argv(
             self.provider.rlimits(self.limits) + runner
         )
+        timer = self.provider.timer
         try:
-            pid = await launch_detached(
-                argv,
-                env=self.env(env),
-                log=self.layout.log,
-                cgroup_procs=self.cgroups.procs_files(),
-                pass_fds=[fd for fd in (write_fd, filter_fd) if fd is not None],
-            )
+            with timed(timer, "start: bwrap launch"):
+                pid = await launch_detached(
+                    argv,
+                    env=self.env(env),
+                    log=self.layout.log,
+                    cgroup_procs=self.cgroups.procs_files(),
+                    pass_fds=[fd for fd in (write_fd, filter_fd) if fd is not None],
+                )
         except BaseException:
             close_fds(read_fd)
             raise
         finally:
             close_fds(write_fd, filter_fd)
-        await asyncio.to_thread(self.record_runner, pid, start_time(pid) or 0)
-        if not await wait_ready(read_fd, self.provider.start_timeout_s):
+        with timed(timer, "start: runner ready"):
+            await asyncio.to_thread(self.record_runner, pid, start_time(pid) or 0)
+            ready = await wait_ready(read_fd, self.provider.start_timeout_s)
+        if not ready:
             raise SandboxError(f"the runner of sandbox {self.id} did not start: {self.log_tail()}")
 
     async def start_egress(self) -> None:
@@ -251,6 +266,10 @@ class LocalSandbox(FolderSandbox):
             close_fds(filter_fd)
 
     async def usage(self) -> ResourceUsage:
+        with timed(self.provider.timer, "collect: usage"):
+            return self._usage()
+
+    def _usage(self) -> ResourceUsage:
         measured = self.cgroups.usage() if self.cgroups.exists() else CgroupUsage(0.0, 0, 0, 0)
         if self.provider.backend.mode == "none":
             measured = self.rlimit_usage()
@@ -278,20 +297,26 @@ class LocalSandbox(FolderSandbox):
         )
 
     async def terminate(self) -> None:
+        timer = self.provider.timer
         await self.stop_egress()
         try:  # no existence check: a removal cut short (pids goes first) leaves the others
-            if not await self.cgroups.kill_all():
+            with timed(timer, "teardown: kill"):
+                killed = await self.cgroups.kill_all()
+            if not killed:
                 raise SandboxError(f"sandbox {self.id}: some processes would not die")
-            await self.cgroups.remove()
-            await remove_disk(self.disk_image, self.layout.root)
+            with timed(timer, "teardown: cgroup remove"):
+                await self.cgroups.remove()
+            await remove_disk(self.disk_image, self.layout.root, timer)
         except OSError as error:
             raise SandboxError(f"could not terminate sandbox {self.id}: {error.strerror}") from None
-        self.provider.slots.release(self.uid, self.id)
+        with timed(timer, "teardown: uid release"):
+            self.provider.slots.release(self.uid, self.id)
 
 
 class LocalProvider(SandboxProvider):
     name = "local"
     quick_provision = True
+    host_bound = True
 
     def __init__(
         self,
@@ -313,6 +338,8 @@ class LocalProvider(SandboxProvider):
     ) -> None:
         self.sandbox_dir = sandbox_dir.absolute()
         self.disk_dir = self.sandbox_dir / ".disks"
+        # None: mkfs.ext4 per sandbox (benchmarks/orchestration.py --mkfs-per-sandbox compares)
+        self.disk_templates: DiskTemplates | None = DiskTemplates(self.disk_dir / "templates")
         self.images = ImageBuilder(image_dir.absolute())
         self.snapshots = SnapshotIndex(self.images.image_dir / "prewarmed")
         self.prewarmer = Prewarmer(self.images, self.snapshots)
@@ -331,6 +358,9 @@ class LocalProvider(SandboxProvider):
         self.build_allow_domains = tuple(build_allow_domains)
         self.egress_resolve = dict(egress_resolve or {})  # pinned names (tests, private mirrors)
         self._host_checked = False
+        self.runner = RUNNER  # its compiled form once the host is checked (compiled_runner.py)
+        self.etc_base: Path | None = None  # the shared /etc, once the host is checked
+        self.timer: StageTimer | None = None  # per-stage durations, for benchmarks only
         self.pool: WarmPool[LocalSandbox] | None = None
         if warm_pool_size > 0:
             first_mb = disk_size_mb(HEADROOM_MB * MIB, ResourceLimits().disk_mb)
@@ -364,7 +394,19 @@ class LocalProvider(SandboxProvider):
             raise HostUnsupported(f"the local sandbox provider cannot run here: {problem}")
         if isinstance(backend, NoCgroupBackend):
             log.warning("evalbot: notice: %s", backend.notice())
+        self.runner = compiled_runner(self.sandbox_dir / ".runner", SANDBOX_PYTHON)
+        self.etc_base = self._shared_etc()
         self._host_checked = True
+
+    def _shared_etc(self) -> Path | None:
+        try:
+            return shared_etc(self.sandbox_dir / ".etc")
+        except OSError as error:
+            log.warning("evalbot: sandboxes bind /etc file by file (no shared copy: %s)", error)
+            return None
+
+    def runner_bind(self) -> Bind:
+        return Bind(self.runner, in_sandbox_path(self.runner))
 
     def rlimits(self, limits: ResourceLimits) -> list[str]:
         """The `prlimit` prefix of commands in no-cgroup mode; nothing with cgroups."""
@@ -374,13 +416,15 @@ class LocalProvider(SandboxProvider):
 
     async def create(self, spec: SandboxSpec) -> LocalSandbox:
         self.check_host()
-        spec = dataclasses.replace(spec, image=await self._ready_image(spec.image))
-        size_mb = await asyncio.to_thread(disk_mb_for, spec)
+        with timed(self.timer, "create: image + disk size"):
+            spec = dataclasses.replace(spec, image=await self._ready_image(spec.image))
+            size_mb = await asyncio.to_thread(disk_mb_for, spec)
         if self.pool is not None:
             claimed = await self.pool.claim(spec, size_mb)  # provisioning as a claim
             if claimed is not None:
                 return claimed
-        sandbox = self.new_sandbox(new_sandbox_id(spec.run_id), spec_to_meta(spec))
+        with timed(self.timer, "create: uid claim"):
+            sandbox = self.new_sandbox(new_sandbox_id(spec.run_id), spec_to_meta(spec))
         await self.provision(sandbox, self.make_shell(sandbox, size_mb, spec.limits))
         await self.provision(sandbox, self.fill(sandbox, spec))
         return sandbox
@@ -407,39 +451,66 @@ class LocalProvider(SandboxProvider):
         """What does not depend on the run: disk, cgroups, uid, /etc, an empty /out."""
         self.check_host()  # the warm pool comes here directly; cgroup v2 must be prepared first
         layout, uid = sandbox.layout, sandbox.uid
-        await create_disk(sandbox.disk_image, layout.root, size_mb)
+        await create_disk(sandbox.disk_image, layout.root, size_mb, self.timer, self.disk_templates)
         # Metadata first: a worker killed from here on leaves a sandbox that `attach` finds and
         # `terminate` removes whole (cgroups, disk), instead of cgroups nobody knows about.
-        write_meta(layout, sandbox.meta)
-        layout.log.touch(mode=0o600)
-        layout.out.mkdir(mode=0o755)
-        os.chown(layout.out, uid, uid)
-        write_etc(layout.root / "etc", uid, uid)
-        sandbox.cgroups.create(limits)
+        with timed(self.timer, "create: meta, /etc, /out"):
+            write_meta(layout, sandbox.meta)
+            layout.log.touch(mode=0o600)
+            layout.out.mkdir(mode=0o755)
+            os.chown(layout.out, uid, uid)
+            write_etc(layout.root / "etc", uid, uid)
+        with timed(self.timer, "create: cgroup"):
+            sandbox.cgroups.create(limits)
 
     async def fill(self, sandbox: LocalSandbox, spec: SandboxSpec) -> None:
         """What does: the world, the case files, the metadata."""
         layout, uid = sandbox.layout, sandbox.uid
-        await copy_world(spec.world_dir, layout.world)
-        await asyncio.to_thread(chown_tree, layout.world, uid, uid)
-        write_case_files(layout.case, spec.case_files)
-        write_meta(layout, sandbox.meta)
+        with timed(self.timer, "create: world, case, meta"):
+            await copy_world(spec.world_dir, layout.world)
+            await asyncio.to_thread(chown_tree, layout.world, uid, uid)
+            write_case_files(layout.case, spec.case_files)
+            write_meta(layout, sandbox.meta)
 
     def reap_orphans(self, grace_s: float = 60.0) -> list[int]:
-        """Free uid claims of sandboxes that never came to exist (a worker killed mid-create).
+        """Free uid claims of sandboxes that never came to exist (a worker killed mid-create),
+        and remove disk templates, compiled runners and shared /etc copies it left half-made.
         Workers call it at start; `grace_s` keeps it clear of creates in progress elsewhere."""
+        if self.disk_templates is not None:
+            self.disk_templates.reap_partial()
+        for folder in (self.sandbox_dir / ".runner", self.sandbox_dir / ".etc"):
+            reap_partial(folder)
         return self.slots.reap(lambda owner: (self.sandbox_dir / owner).exists(), grace_s)
 
     async def sandboxes_of(self, run_id: str) -> list[str]:
         return await asyncio.to_thread(sandboxes_of, self.sandbox_dir, run_id)
 
+    async def run_sandboxes(self) -> list[RunSandbox]:
+        """This host's sandboxes (the host's reaping pass at start, docs/engine.md), and those
+        cut off mid-create by a worker process that is gone (no metadata, no experiment)."""
+        listed = await asyncio.to_thread(run_sandboxes, self.sandbox_dir)
+        return listed + await asyncio.to_thread(self._cut_off_sandboxes)
+
+    def _cut_off_sandboxes(self) -> list[RunSandbox]:
+        """A create claims its uid before it makes the folder, so a folder without metadata
+        whose claim is gone, or whose claiming process is, is no create in progress."""
+        found = []
+        for folder in sorted(self.sandbox_dir.iterdir()) if self.sandbox_dir.is_dir() else ():
+            if not ID_PATTERN.fullmatch(folder.name) or Layout(folder).meta.exists():
+                continue
+            process = self.slots.process_of(folder.name)
+            if process is None or (process and is_gone(process)):
+                found.append(RunSandbox(id=folder.name, experiment="", run=""))
+        return found
+
     async def remove_leftover(self, sandbox_id: str) -> None:
-        """Also one cut off before its metadata was written: its cgroups, disk and uid claim
-        are found by its id and removed the way `terminate` would."""
+        """Also one cut off before its metadata was written, or whose metadata is unreadable:
+        its cgroups, disk and uid claim are found by its id and removed the way `terminate`
+        would."""
         try:
             await (await self.attach(sandbox_id)).terminate()
             return
-        except SandboxNotFound:
+        except SandboxError:
             pass
         uid = await asyncio.to_thread(self.slots.uid_of, sandbox_id)
         cgroups = self.backend.group(f"evalbot/{sandbox_id}", uid)
@@ -449,6 +520,10 @@ class LocalProvider(SandboxProvider):
         await asyncio.to_thread(self.slots.release_owner, sandbox_id)
 
     async def attach(self, sandbox_id: str) -> LocalSandbox:
+        with timed(self.timer, "attach"):
+            return await self._attach(sandbox_id)
+
+    async def _attach(self, sandbox_id: str) -> LocalSandbox:
         layout = Layout(self.sandbox_dir / check_sandbox_id(sandbox_id))
         image = self.disk_dir / f"{sandbox_id}.ext4"
         if image.is_file() and layout.root.is_dir() and not os.path.ismount(layout.root):
@@ -555,7 +630,7 @@ class LocalProvider(SandboxProvider):
         binds = [
             Bind(repo, "/repo", True),
             Bind(build_dir, "/out", True),
-            Bind(RUNNER, "/evalbot/runner.py"),
+            self.runner_bind(),
         ]
         fixed = dir_env({"repo": "/repo", "out": "/out"})
         if egress_socket is not None:
@@ -575,7 +650,7 @@ class LocalProvider(SandboxProvider):
             extra_etc=BUILD_ETC_FILES,
         )
         runner = self.rlimits(self.build_limits)
-        runner += runner_command(self.build_limits, setup, -1, self.build_timeout_s)
+        runner += runner_command(self.runner, self.build_limits, setup, -1, self.build_timeout_s)
         env = build_env(BASE_ENV, self.build_env, fixed=fixed)
         return await run_bounded(
             joined(cgroups.procs_files(), command.argv(runner)),

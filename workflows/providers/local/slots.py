@@ -1,4 +1,7 @@
-"""One unprivileged uid per live sandbox, claimed with a file per uid (safe across workers)."""
+"""One unprivileged uid per live sandbox, claimed with a file per uid (safe across workers).
+
+A claim file holds the sandbox id, then the worker process that claimed
+it (workflows/process_owned.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from workflows.process_owned import is_gone, this_process
 from workflows.providers.base import SandboxCreateError
 
 
@@ -30,18 +34,22 @@ class UidSlots:
             except FileExistsError:
                 continue
             with os.fdopen(fd, "w") as handle:
-                handle.write(owner)
+                handle.write(f"{owner}\n{this_process()}")
             return uid
         raise SandboxCreateError(f"all {self.count} sandbox uids are in use")
 
     def reap(self, alive: Callable[[str], bool], grace_s: float) -> list[int]:
-        """Free the uids whose owner is not alive and was claimed over `grace_s` ago (a worker
-        killed between claiming a uid and creating its sandbox leaves such a claim)."""
+        """Free the uids whose owner is not alive (a worker killed between claiming a uid and
+        creating its sandbox leaves such a claim) and whose claiming process is gone or that were
+        claimed over `grace_s` ago (a create in progress elsewhere has claimed its uid but not
+        yet made its folder)."""
         freed = []
         now = time.time()
         for path in self.folder.glob("[0-9]*") if self.folder.is_dir() else ():
             with contextlib.suppress(OSError, ValueError):
-                if now - path.stat().st_mtime >= grace_s and not alive(path.read_text()):
+                owner, process = _claim(path)
+                settled = now - path.stat().st_mtime >= grace_s
+                if not alive(owner) and (settled or (process and is_gone(process))):
                     path.unlink()
                     freed.append(int(path.name))
         return freed
@@ -49,20 +57,37 @@ class UidSlots:
     def release(self, uid: int, owner: str) -> None:
         path = self.folder / str(uid)
         with contextlib.suppress(FileNotFoundError):
-            if path.read_text() == owner:
+            if _claim(path)[0] == owner:
                 path.unlink()
 
     def uid_of(self, owner: str) -> int | None:
         """The uid `owner` claimed, if any."""
-        for path in self.folder.glob("[0-9]*") if self.folder.is_dir() else ():
-            with contextlib.suppress(OSError, ValueError):
-                if path.read_text() == owner:
-                    return int(path.name)
-        return None
+        found = self._claim_of(owner)
+        return int(found[0].name) if found else None
+
+    def process_of(self, owner: str) -> str | None:
+        """The process that claimed a uid for `owner` ("" if not recorded), None without a claim."""
+        found = self._claim_of(owner)
+        return found[1] if found else None
 
     def release_owner(self, owner: str) -> None:
         """Free whatever `owner` claimed (its uid unknown: it was cut off before recording it)."""
+        found = self._claim_of(owner)
+        if found:
+            found[0].unlink(missing_ok=True)
+
+    def _claim_of(self, owner: str) -> tuple[Path, str] | None:
+        """`owner`'s claim file and the process that made it (one claim per owner)."""
         for path in self.folder.glob("[0-9]*") if self.folder.is_dir() else ():
             with contextlib.suppress(OSError):
-                if path.read_text() == owner:
-                    path.unlink()
+                claimed_by, process = _claim(path)
+                if claimed_by == owner:
+                    return path, process
+        return None
+
+
+def _claim(path: Path) -> tuple[str, str]:
+    """The owner of a claim file and the process that claimed it ("" in files written before
+    the process was recorded)."""
+    owner, _, process = path.read_text().partition("\n")
+    return owner, process

@@ -7,11 +7,14 @@ Two layers keep a whole deployment under those limits (docs/modal.md, "Admission
 1. Across workers, the engine runs `provision` on its own task queue with a server-side rate limit
    (Temporal's `max_task_queue_activities_per_second`): the cluster starts at most that many
    provisions per second, however many workers there are.
-2. In each process, `Admission` below: a token bucket spacing creations at `creates_per_s`, and a
-   semaphore holding at most `max_starting` sandboxes between "create requested" and "first command
-   ran". It also retries creations the provider refused for rate or quota reasons, with jittered
-   exponential backoff; when it gives up it raises `SandboxRateLimited`, an infrastructure error,
-   never the agent's.
+2. `Admission` below, per provider instance: a token bucket spacing creations at `creates_per_s`,
+   and a semaphore holding at most `max_starting` sandboxes between "create requested" and "first
+   command ran". The bucket is this process's `TokenBucket` unless `share_rate` gave it the
+   cluster's (a row in the database, workflows/store/rate_limits.py, wired by the composition
+   root): then every creation of every worker — image builds and retries included — shares one
+   rate (docs/modal.md, "Limits across workers"). It also retries creations the provider refused
+   for rate or quota reasons, with jittered exponential backoff; when it gives up it raises
+   `SandboxRateLimited`, an infrastructure error, never the agent's.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from workflows.providers.base import SandboxRateLimited
 
@@ -32,7 +35,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class AdmissionLimits:
-    creates_per_s: float = 5.0  # sandbox creations per second from this process; 0 = no cap
+    creates_per_s: float = 5.0  # creations per second (this process; see share_rate); 0 = no cap
     max_starting: int = 100  # sandboxes created but not yet running a command; 0 = no cap
     max_attempts: int = 8  # tries of one creation refused for rate or quota reasons
     backoff_initial_s: float = 1.0
@@ -47,6 +50,12 @@ class AdmissionStats:
     starting: int = 0  # creations admitted now: waiting for a token, creating or setting up
     peak_starting: int = 0
     bucket_wait_s: float = 0.0  # total time creations waited for a token
+
+
+class CreationRate(Protocol):
+    async def take(self) -> float:
+        """Wait until the caller may create; return the seconds waited."""
+        ...
 
 
 class TokenBucket:
@@ -94,11 +103,15 @@ class Admission:
     ) -> None:
         self.limits = limits
         self.is_refusal = is_refusal
-        self.bucket = TokenBucket(limits.creates_per_s, clock, sleep)
+        self.bucket: CreationRate = TokenBucket(limits.creates_per_s, clock, sleep)
         self.gate = asyncio.Semaphore(limits.max_starting) if limits.max_starting > 0 else None
         self.sleep = sleep
         self.jitter = jitter
         self.stats = AdmissionStats()
+
+    def share_rate(self, rate: CreationRate) -> None:
+        """Pace creations with `rate` (the cluster's bucket) instead of this process's own."""
+        self.bucket = rate
 
     @contextlib.asynccontextmanager
     async def starting(self) -> AsyncIterator[None]:

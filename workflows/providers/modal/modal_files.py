@@ -8,6 +8,11 @@ symlink or ends at something other than the expected kind. Inside a Modal sandbo
 point into the same sandbox, so a swap between the check and the read (the agent racing us) reaches
 nothing outside it; the checks keep the behaviour identical to the local providers.
 
+A listing (`list_tree`) already tells the kind of everything under its root, so for
+`LISTING_FRESH_S` after it the paths it saw are not `stat`ed again: collecting a run's outputs
+(list, then read each file) costs one filesystem call per file instead of one per path component
+plus the read. That is the same snapshot the `stat`s would take, a moment earlier.
+
 `iter_file` streams with `copy_to_local` into a spool file and yields it in chunks: neither side
 holds the file in memory. Errors are mapped to SandboxFileError (the file) or SandboxError (the
 sandbox is gone or Modal failed).
@@ -19,6 +24,7 @@ import asyncio
 import contextlib
 import stat
 import tempfile
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -36,6 +42,7 @@ from workflows.providers.common.sandbox_files import HostPath
 ROOTS = {name: Path("/", name) for name in ("repo", "world", "case", "out")}
 READ_ONLY_ROOTS = ("repo",)
 LIST_CONCURRENCY = 8
+LISTING_FRESH_S = 30.0
 
 
 def sandbox_path(path: str) -> tuple[str, list[str]]:
@@ -72,6 +79,8 @@ class ModalFiles:
         self.handle = handle
         self.sandbox_id = sandbox_id
         self.spool_dir = spool_dir
+        self._listed: dict[str, Any] = {}  # canonical path -> Modal's FileInfo, from a listing
+        self._listed_at = -LISTING_FRESH_S
 
     @property
     def fs(self) -> Any:
@@ -115,7 +124,7 @@ class ModalFiles:
         """(canonical path, Modal's FileInfo of it or None if missing); refuses symlinks anywhere
         on the way and components that are not folders."""
         canonical, prefixes = sandbox_path(path)
-        infos = await asyncio.gather(*(self.stat_or_none(p) for p in prefixes))
+        infos = await asyncio.gather(*(self._info(p) for p in prefixes))
         for position, info in enumerate(infos):
             if info is None:
                 if must_exist:
@@ -127,6 +136,12 @@ class ModalFiles:
             if position < len(infos) - 1 and kind is not FileKind.DIR:
                 raise SandboxFileError(f"{path} goes through something that is not a folder")
         return canonical, infos[-1]
+
+    async def _info(self, path: str) -> Any | None:
+        """What a fresh listing saw at `path`, else a `stat`."""
+        if time.monotonic() - self._listed_at <= LISTING_FRESH_S and path in self._listed:
+            return self._listed[path]
+        return await self.stat_or_none(path)
 
     async def regular_file(self, path: str, max_bytes: int | None) -> str:
         canonical, info = await self.check(path, must_exist=True)
@@ -159,6 +174,7 @@ class ModalFiles:
             raise SandboxFileError(f"{path} is a folder")
         if kind is FileKind.OTHER:
             raise SandboxFileError(f"{path} is not a regular file")
+        self._listed.clear()  # what we saw may be changed by the write
         with self.errors(path):
             await self.fs.write_bytes.aio(data, canonical)
 
@@ -182,23 +198,29 @@ class ModalFiles:
         found: list[FileInfo] = []
         level = [(canonical, "")]
         limit = asyncio.Semaphore(LIST_CONCURRENCY)
+        listed_at = time.monotonic()
+        seen: dict[str, Any] = {canonical: info}
         while level:
-            listed = await asyncio.gather(*(self._list_one(d, p, limit) for d, p in level))
+            listed = await asyncio.gather(*(self._list_one(d, p, limit, seen) for d, p in level))
             level = []
             for entries in listed:
                 for info in entries:
                     found.append(info)
                     if info.kind is FileKind.DIR:
                         level.append((f"{canonical}/{info.path}", f"{info.path}/"))
+        self._listed, self._listed_at = seen, listed_at
         return sorted(found, key=lambda info: info.path)
 
-    async def _list_one(self, folder: str, prefix: str, limit: asyncio.Semaphore) -> list[FileInfo]:
+    async def _list_one(
+        self, folder: str, prefix: str, limit: asyncio.Semaphore, seen: dict[str, Any]
+    ) -> list[FileInfo]:
         async with limit:
             with self.errors(folder):
                 entries = await self.fs.list_files.aio(folder)
         listed = []
         for entry in entries:
             name = entry.name or PurePosixPath(entry.path).name
+            seen[f"{folder}/{name}"] = entry
             kind = kind_of(entry)
             size = 0 if kind is FileKind.DIR else int(entry.size)
             listed.append(FileInfo(prefix + name, kind, size))

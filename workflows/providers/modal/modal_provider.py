@@ -207,6 +207,7 @@ class ModalSandbox(Sandbox):
     async def _wait_started(self, process: Any) -> None:
         """Until the runner's state file exists: callers never see a started sandbox without it."""
         deadline = time.monotonic() + self.provider.config.start_timeout_s
+        pause = 0.05  # doubled up to 0.4 s: each look is three filesystem calls
         while await self.read_state() is None:
             with self.errors("starting the runner"):
                 code = await process.poll.aio()
@@ -218,7 +219,8 @@ class ModalSandbox(Sandbox):
                 raise SandboxError(f"the runner of sandbox {self.id} exited without its state")
             if time.monotonic() > deadline:
                 raise SandboxError(f"the runner of sandbox {self.id} did not start in time")
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(pause)
+            pause = min(2 * pause, 0.4)
 
     async def _log(self) -> str:
         with contextlib.suppress(SandboxError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from workflows.records import JudgeRecord
@@ -10,7 +11,7 @@ from workflows.scoring.llm_judge.cache import CachedSample, VerdictCache, cache_
 from workflows.scoring.llm_judge.chat_client import ChatClient
 from workflows.scoring.llm_judge.config import JudgeConfig
 from workflows.scoring.llm_judge.judge_reply import MalformedVerdict, parse_verdict
-from workflows.scoring.llm_judge.limiter import CallGate, TokenBucket
+from workflows.scoring.llm_judge.limiter import CallGate, Pacer, TokenBucket
 from workflows.scoring.llm_judge.prompt import prompt_version, render_messages
 
 PASS_THRESHOLD = 0.5  # agreement counts samples on the same side of this score
@@ -23,12 +24,25 @@ class Sample:
 
 
 class LlmJudge:
-    """Thread-safe: one instance serves every grading thread of a worker. Call `close()`."""
+    """Thread-safe: one instance serves every grading thread of a worker. Call `close()`.
 
-    def __init__(self, config: JudgeConfig) -> None:
+    `rate` paces the requests (retries included); None = this process's own token bucket at
+    `config.rate_per_s`. The composition root passes the cluster's shared one. `on_call(outcome)`
+    per verdict asked for: "cached" (no request), "ok", "malformed" or "unavailable" (the worker's
+    metrics count them: docs/deploy.md, "Metrics")."""
+
+    def __init__(
+        self,
+        config: JudgeConfig,
+        *,
+        rate: Pacer | None = None,
+        on_call: Callable[[str], None] | None = None,
+    ) -> None:
         self.config = config
+        self._on_call = on_call or (lambda outcome: None)
         self.prompt_version = prompt_version()
-        gate = CallGate(config.concurrency, TokenBucket(config.rate_per_s, config.burst))
+        pacer = rate if rate is not None else TokenBucket(config.rate_per_s, config.burst)
+        gate = CallGate(config.concurrency, pacer)
         self._client = ChatClient(config, gate)
         self._cache = VerdictCache(config.cache_dir)
 
@@ -58,6 +72,7 @@ class LlmJudge:
         key = self._key(request, index)
         cached = self._cache.get(key)
         if cached is not None:
+            self._on_call("cached")
             return Sample(cached, calls=0)
         sample = self._ask(request)
         self._cache.put(
@@ -71,14 +86,20 @@ class LlmJudge:
         tokens_in = tokens_out = 0
         problem = ""
         for attempt in range(1, self.config.malformed_attempts + 1):
-            reply = self._client.complete(messages)
+            try:
+                reply = self._client.complete(messages)
+            except JudgeUnavailable:
+                self._on_call("unavailable")
+                raise
             tokens_in += reply.input_tokens
             tokens_out += reply.output_tokens
             try:
                 score, rationale = parse_verdict(reply.content)
             except MalformedVerdict as error:
+                self._on_call("malformed")
                 problem = str(error)
                 continue
+            self._on_call("ok")
             return Sample(CachedSample(score, rationale, tokens_in, tokens_out), calls=attempt)
         raise JudgeUnavailable(
             f"the judge's reply was not a valid verdict {self.config.malformed_attempts} times "

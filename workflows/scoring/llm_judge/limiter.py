@@ -1,6 +1,9 @@
 """Thread-safe request pacing: a token bucket for the rate and a semaphore for concurrency.
 
-The score stage grades runs from worker threads, so every thread shares one `CallGate`.
+The score stage grades runs from worker threads, so every thread shares one `CallGate`. The rate
+is any `Pacer`: this process's `TokenBucket`, or the cluster's bucket in the database
+(workflows/store/rate_limits.py, wired by the composition root; docs/judges.md, "Limits across
+workers").
 """
 
 from __future__ import annotations
@@ -9,6 +12,13 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Protocol
+
+
+class Pacer(Protocol):
+    def acquire(self) -> float:
+        """Block until the caller may make its request; return the seconds waited."""
+        ...
 
 
 class TokenBucket:
@@ -55,7 +65,7 @@ class TokenBucket:
 class CallGate:
     """Concurrency first (a slot in flight), then the rate (a token), for each request."""
 
-    def __init__(self, concurrency: int, bucket: TokenBucket) -> None:
+    def __init__(self, concurrency: int, bucket: Pacer) -> None:
         self._slots = threading.BoundedSemaphore(concurrency)
         self._bucket = bucket
 

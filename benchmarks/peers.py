@@ -1,0 +1,248 @@
+"""evalbot beside Inspect AI: the same trivial experiment, back to back on one machine.
+
+100 cases × 4 arms × 5 trials = 2,000 cells on evalbot (`process` and the isolated `local` provider,
+each through benchmarks/orchestration.py: a real Temporal dev server, one worker, 128 cells in
+flight) and 100 samples × 20 epochs = 2,000 samples on Inspect AI (`sandbox="local"`,
+`mockllm/model`, `max_samples=128`, a solver running the trivial agent's command in the sample's
+sandbox, then reading the answer it wrote, scored with `includes()`). Inspect's Docker sandbox runs
+only where Docker answers (`docker info`); otherwise one line says it was skipped.
+
+Inspect is a benchmark dependency (the `bench` extra: `pip install -e '.[bench]'`), never imported
+by the product. Every row carries the load average before and after it: these machines are shared,
+so only the ratios within one run mean anything. Usage:
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/peers.py [--cases 100 --trials 5] [--only NAME ...]
+        [--write]   # the `peers` section of benchmarks/RESULTS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from results_file import write_section
+from stage_table import commit, load, machine
+
+HERE = Path(__file__).resolve().parent
+ARMS = 4
+AGENT = "echo 'the answer is 42' > answer.md"  # benchmarks/trivial_matter.py's agent, in the cwd
+
+
+@dataclass
+class Row:
+    name: str
+    cells: int
+    wall_s: float
+    load_before: str
+    load_after: str
+    detail: str = ""
+    stages: list[str] = field(default_factory=list)  # the local provider's per-stage table
+
+
+def evalbot_row(provider: str, cases: int, trials: int) -> Row:
+    """benchmarks/orchestration.py in a process of its own; its output goes to our stderr."""
+    before = load()
+    command = [sys.executable, str(HERE / "orchestration.py"), "--provider", provider]
+    command += ["--cases", str(cases), "--trials", str(trials), "--skip-baseline"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    sys.stderr.write(done.stdout[-6000:])
+    wall = re.search(r"^wall time: ([\d.]+) s", done.stdout, re.M)
+    stored = re.search(r"^stored results: (.*)$", done.stdout, re.M)
+    if done.returncode != 0 or wall is None:
+        raise SystemExit(f"orchestration.py --provider {provider} failed: {done.stderr[-800:]}")
+    cells = cases * ARMS * trials
+    detail = f"stored {stored.group(1) if stored else '?'}"
+    row = Row(f"evalbot `{provider}`", cells, float(wall.group(1)), before, load(), detail)
+    row.stages = stage_table_of(done.stdout)
+    return row
+
+
+def stage_table_of(output: str) -> list[str]:
+    """The per-stage table orchestration.py prints for the local provider (empty otherwise)."""
+    lines = output.splitlines()
+    if "per-stage time of a local sandbox:" not in lines:
+        return []
+    start = lines.index("per-stage time of a local sandbox:") + 1
+    table_lines = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        table_lines.append(line)
+    return table_lines
+
+
+def inspect_row(sandbox: str, cases: int, epochs: int) -> Row:
+    """Inspect AI in a process of its own (its event loop and logging stay out of ours)."""
+    before = load()
+    command = [sys.executable, __file__, "--inspect-child", sandbox, str(cases), str(epochs)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    found = re.search(r"^inspect: ([\d.]+) s, (.*)$", done.stdout, re.M)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"Inspect ({sandbox}) failed: {(done.stdout + done.stderr)[-800:]}")
+    name = f'Inspect AI {inspect_version()}, `sandbox="{sandbox}"`'
+    return Row(name, cases * epochs, float(found.group(1)), before, load(), found.group(2))
+
+
+def inspect_version() -> str:
+    from importlib.metadata import version
+
+    return version("inspect-ai")
+
+
+def inspect_child(sandbox: str, cases: int, epochs: int) -> None:
+    """Run the Inspect task and print `inspect: <wall> s, <scores>`."""
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.scorer import includes
+    from inspect_ai.solver import Generate, TaskState, solver
+    from inspect_ai.util import sandbox as current_sandbox
+
+    @solver
+    def trivial_agent():  # type: ignore[no-untyped-def]
+        async def solve(state: TaskState, generate: Generate) -> TaskState:
+            box = current_sandbox()
+            result = await box.exec(["/bin/sh", "-c", AGENT], timeout=60)
+            state.output.completion = await box.read_file("answer.md") if result.success else ""
+            return state
+
+        return solve
+
+    samples = [Sample(input="What is the answer?", target="42", id=i) for i in range(cases)]
+    task = Task(dataset=samples, solver=trivial_agent(), scorer=includes(), sandbox=sandbox)
+    with tempfile.TemporaryDirectory(prefix="evalbot-peers-inspect-") as logs:
+        started = time.perf_counter()
+        [log] = eval(
+            task,
+            model="mockllm/model",
+            epochs=epochs,
+            max_samples=128,
+            log_dir=logs,
+            display="none",
+        )
+        elapsed = time.perf_counter() - started
+    scores = log.results.scores[0].metrics if log.results else {}
+    accuracy = scores["accuracy"].value if "accuracy" in scores else float("nan")
+    samples_done = log.results.completed_samples if log.results else 0
+    print(f"inspect: {elapsed:.2f} s, status {log.status}, {samples_done} samples, "
+          f"accuracy {accuracy:.2f}")  # fmt: skip
+
+
+def docker_usable() -> bool:
+    """A docker client and a daemon answering it."""
+    if shutil.which("docker") is None:
+        return False
+    try:
+        checked = subprocess.run(["docker", "info"], capture_output=True, timeout=20, check=False)
+    except subprocess.TimeoutExpired:
+        return False
+    return checked.returncode == 0
+
+
+def table(rows: list[Row]) -> list[str]:
+    """One table; the ratio is each row's wall time against Inspect's local sandbox."""
+    inspect = next((r for r in rows if 'sandbox="local"' in r.name), None)
+    process = next((r for r in rows if r.name == "evalbot `process`"), None)
+    lines = [
+        "| what | cells | wall s | cells/s | wall / Inspect local | wall / evalbot process "
+        "| load before | load after | notes |",
+        "|---|---:|---:|---:|---:|---:|---|---|---|",
+    ]
+    for row in rows:
+        to_inspect = f"{row.wall_s / inspect.wall_s:.2f}" if inspect else "-"
+        to_process = f"{row.wall_s / process.wall_s:.2f}" if process else "-"
+        lines.append(
+            f"| {row.name} | {row.cells:,} | {row.wall_s:.1f} | {row.cells / row.wall_s:.1f} "
+            f"| {to_inspect} | {to_process} | {row.load_before} | {row.load_after} "
+            f"| {row.detail} |"
+        )
+    return lines
+
+
+def goals(rows: list[Row]) -> list[str]:
+    """Issue 24's goals, checked against this run's rows."""
+    by_name = {row.name: row for row in rows}
+    process, local = by_name.get("evalbot `process`"), by_name.get("evalbot `local`")
+    inspect = next((r for r in rows if 'sandbox="local"' in r.name), None)
+    lines = []
+    if process and inspect:
+        ratio = process.wall_s / inspect.wall_s
+        verdict = "met" if ratio <= 1.0 else "not met"
+        lines.append(
+            f"- `process` ÷ Inspect local: {ratio:.2f} (goal ≤ 1.00, every run durable): {verdict}"
+        )
+    if process and local:
+        ratio = local.wall_s / process.wall_s
+        verdict = "met" if ratio <= 1.35 and local.wall_s <= 55 else "not met"
+        lines.append(
+            f"- `local` ÷ `process`: {ratio:.2f}, `local` {local.wall_s:.1f} s "
+            f"(goal ≤ 1.35 and ≤ 55 s): {verdict}"
+        )
+    return lines
+
+
+def report(header: str, rows: list[Row], notes: list[str]) -> str:
+    text = [header, "", *table(rows), "", *notes, *goals(rows)]
+    for row in rows:
+        if row.stages:
+            text += ["", f"Per stage, {row.name} (benchmarks/stage_table.py):", "", *row.stages]
+    return "\n".join(text)
+
+
+def main(options: argparse.Namespace) -> None:
+    wanted = set(options.only or ["process", "local", "inspect-local", "inspect-docker"])
+    epochs = ARMS * options.trials
+    header = (
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; commit {commit()}; "
+        f"{options.cases} cases × {ARMS} arms × {options.trials} trials"
+    )
+    print(header, flush=True)
+    notes: list[str] = []
+    rows: list[Row] = []
+    for name in ("process", "local"):
+        if name in wanted:
+            rows.append(evalbot_row(name, options.cases, options.trials))
+            print(f"done: {rows[-1].name}, {rows[-1].wall_s:.1f} s", flush=True)
+    if "inspect-local" in wanted:
+        rows.append(inspect_row("local", options.cases, epochs))
+    if "inspect-docker" in wanted:
+        if not docker_usable():
+            notes.append('Inspect AI `sandbox="docker"`: skipped, no usable Docker here.')
+        else:
+            rows.append(inspect_row("docker", options.cases, epochs))
+    text = report(header, rows, notes)
+    print(text)
+    if options.write:
+        write_section("peers", f"{DESCRIPTION}\n\n{text}")
+
+
+DESCRIPTION = """\
+`PYTHONPATH=$PWD .venv/bin/python benchmarks/peers.py --write` — the same trivial experiment back
+to back: evalbot through benchmarks/orchestration.py (real Temporal dev server, one worker, 128
+cells in flight; `--provider process`, then `--provider local`: bubblewrap, cgroups, a
+loop-mounted ext4 disk per sandbox) and Inspect AI (the `bench` extra; `sandbox="local"`,
+`mockllm/model`, 4 × trials epochs, `max_samples=128`, a solver that runs the same
+`echo 'the answer is 42' > answer.md` in the sample's sandbox and reads the file back, scored with
+`includes()`). Ratios are within this one run; the load averages say how busy the machine was."""
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--inspect-child":
+        os.environ.setdefault("INSPECT_LOG_LEVEL", "warning")
+        inspect_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        sys.exit(0)
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--cases", type=int, default=100)
+    parser.add_argument("--trials", type=int, default=5, help="per arm; Inspect: 4 × this epochs")
+    parser.add_argument(
+        "--only", nargs="*", choices=["process", "local", "inspect-local", "inspect-docker"]
+    )
+    parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    main(parser.parse_args())

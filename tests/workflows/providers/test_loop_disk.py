@@ -1,0 +1,106 @@
+"""The local provider's disks: template copies (disk.py) and loop mounts by system call
+(loop_mount.py). Needs root and loop devices, like the provider."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workflows.process_owned import this_process
+from workflows.providers.local import loop_mount
+from workflows.providers.local.disk import DiskTemplates, create_disk, remove_disk
+from workflows.providers.local.loop_mount import mount_image, unmount
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/dev/loop-control").exists(), reason="needs root and loops"
+)
+
+
+def loops_backed_by(image: Path) -> list[str]:
+    found = []
+    for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
+        if backing.read_text().strip().startswith(str(image)):  # or "<image> (deleted)"
+            found.append(backing.parent.parent.name)
+    return found
+
+
+async def test_a_copy_is_the_template_byte_for_byte_and_stays_sparse(tmp_path: Path) -> None:
+    templates = DiskTemplates(tmp_path / "templates")
+    await templates.copy(tmp_path / "a.ext4", 64)
+    await templates.copy(tmp_path / "b.ext4", 64)
+    template = templates.path(64)
+    assert oct(template.parent.stat().st_mode & 0o777) == "0o700"
+    for copy in (tmp_path / "a.ext4", tmp_path / "b.ext4"):
+        assert copy.read_bytes() == template.read_bytes()
+        assert copy.stat().st_blocks * 512 < 8 << 20  # a 64 MiB image holding ~1 MiB
+        assert copy.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in template.parent.iterdir()] == [template.name]  # one, no leftovers
+
+
+@pytest.mark.parametrize("kernel", ["loop_configure", "before_5_8"])
+async def test_a_disk_mounts_caps_and_leaves_no_loop_device(
+    tmp_path: Path, kernel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a kernel without LOOP_CONFIGURE (imitated with an ioctl number the loop driver does not
+    know) the disk is mounted by `mount -o loop` instead, with the same options and clean-up."""
+    if kernel == "before_5_8":
+        monkeypatch.setattr(loop_mount, "LOOP_CONFIGURE", 0x4CFE)
+    image, mountpoint = tmp_path / "disk.ext4", tmp_path / "root"
+    await create_disk(image, mountpoint, 16, templates=DiskTemplates(tmp_path / "t"))
+    try:
+        assert os.path.ismount(mountpoint) and loops_backed_by(image)
+        with pytest.raises(OSError):  # ENOSPC at the cap
+            (mountpoint / "fill").write_bytes(b"x" * (32 << 20))
+        options = next(
+            line.split()[3] for line in Path("/proc/self/mounts").read_text().splitlines()
+            if line.split()[1] == str(mountpoint)
+        )  # fmt: skip
+        assert {"nosuid", "nodev", "noatime"} <= set(options.split(","))
+    finally:
+        await remove_disk(image, mountpoint)
+    assert not image.exists() and not mountpoint.exists()
+    assert loops_backed_by(image) == []  # autoclear: the device went with the mount
+
+
+def test_a_busy_disk_is_detached_lazily(tmp_path: Path) -> None:
+    image, mountpoint = tmp_path / "disk.ext4", tmp_path / "root"
+    asyncio.run(DiskTemplates(tmp_path / "t").copy(image, 16))
+    mountpoint.mkdir()
+    mount_image(image, mountpoint)
+    held = os.open(mountpoint / ".", os.O_RDONLY)
+    try:
+        unmount(mountpoint)
+        assert not os.path.ismount(mountpoint)
+    finally:
+        os.close(held)
+    unmount(mountpoint)  # not mounted any more: nothing to do
+
+
+def test_a_template_half_made_by_a_dead_worker_is_removed_at_the_next_start(
+    tmp_path: Path,
+) -> None:
+    """A worker killed mid-mkfs leaves its temporary template; the reaping at a worker's start
+    removes it, and never one a live worker is making."""
+    templates = DiskTemplates(tmp_path / "templates")
+    asyncio.run(templates.copy(tmp_path / "a.ext4", 16))
+    dead = subprocess.run(
+        [sys.executable, "-c", "from workflows.process_owned import this_process as p; print(p())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    half_made = templates.folder / f".{templates.path(32).name}.abc123.{dead}"
+    in_progress = templates.folder / f".{templates.path(64).name}.def456.{this_process()}"
+    half_made.write_bytes(b"half")
+    in_progress.write_bytes(b"being made")
+
+    assert templates.reap_partial() == [half_made.name]
+
+    assert sorted(p.name for p in templates.folder.iterdir()) == sorted(
+        [templates.path(16).name, in_progress.name]
+    )
