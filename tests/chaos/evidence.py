@@ -65,11 +65,7 @@ def snapshot_host(settings: Settings, experiment_id: str) -> HostSnapshot:
         # no-cgroup mode's stand-ins for the groups (workflows/providers/local/no_cgroups.py)
         + sorted(str(p) for p in (settings.sandbox_dir / ".groups").glob(f"evalbot/{slug}*")),
         sandboxes=_entries(sandboxes),
-        claims=sorted(
-            p.name
-            for p in _listing(sandboxes / ".uids")
-            if p.is_file() and p.read_text().startswith(slug)
-        ),
+        claims=sorted(p.name for p in _listing(sandboxes / ".uids") if _text(p).startswith(slug)),
         staging=_files(settings.blob_dir / ".staging"),
     )
 
@@ -82,11 +78,24 @@ def _entries(folder: Path) -> list[str]:
     return sorted(p.name for p in _listing(folder) if not p.name.startswith("."))
 
 
+def _text(path: Path) -> str:
+    """The file's text, or "" when it is not a file or vanished since it was listed (a snapshot
+    may be taken mid-run, while the worker claims and releases)."""
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
 def _files(folder: Path) -> list[str]:
     """Files under `folder` (a committed staging folder is moved away whole; its empty parent
-    folders stay and are not residue)."""
-    found = folder.rglob("*") if folder.is_dir() else []
-    return sorted(str(p.relative_to(folder)) for p in found if not p.is_dir())
+    folders stay and are not residue). `os.walk` skips folders that vanish during the walk, which
+    happens when the snapshot is taken mid-run."""
+    return sorted(
+        str((Path(root) / name).relative_to(folder))
+        for root, _, names in os.walk(folder)
+        for name in names
+    )
 
 
 def _processes_in(folder: Path) -> list[str]:
