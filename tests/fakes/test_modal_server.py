@@ -7,6 +7,7 @@ bubblewrap containers, so each test creates as few as it can.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -24,7 +25,7 @@ import pytest
 from modal.stream_type import StreamType
 
 from tests.fakes.modal_server.auth import BAD_TOKEN_MESSAGE, TOKEN_ID, TOKEN_SECRET
-from tests.fakes.modal_server.fixture import ModalTestServer
+from tests.fakes.modal_server.fixture import ModalTestServer, running_modal_server
 
 
 def unique(prefix: str) -> str:
@@ -374,3 +375,57 @@ def test_concurrent_stats_never_see_an_empty_stdout(sandbox: modal.Sandbox):
         outputs = list(pool.map(lambda n: run(sandbox, "echo", f"line {n}"), range(30)))
     assert {(info.size, info.is_file()) for info in infos} == {(5, True)}
     assert outputs == [(f"line {n}\n", "", 0) for n in range(30)]
+
+
+def test_stopping_the_server_mid_creation_leaves_no_container(tmp_path: Path):
+    """A creation under way when the server stops (its request is cancelled after the container
+    started but before its pid was recorded) still has its container killed.
+
+    Broken build caught: a cancelled creation that only marks its sandbox terminated, leaving the
+    bubblewrap container running unrecorded (the stop's sweep then skips it)."""
+    root = tmp_path / "cloud"
+    containers = root / "sandboxes"  # named by each container's bubblewrap command line
+    with running_modal_server(root) as server:
+        server.configure(launch_delay_s=3.0)
+        script = (
+            "import modal\n"
+            "app = modal.App.lookup('stopping', create_if_missing=True)\n"
+            "modal.Sandbox.create(app=app, timeout=120)\n"
+        )
+        client = subprocess.Popen(
+            [sys.executable, "-c", script],
+            env={**os.environ, **server.env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while not processes_naming(containers) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert processes_naming(containers), "the container never started"
+            server.stop()
+            left = processes_naming(containers)
+        finally:
+            client.kill()
+            client.wait()
+    try:
+        assert server.process.returncode == 0  # stopped by SIGTERM within the wait, not killed
+        assert left == []
+    finally:  # a leaked container: its pid 1 (the monitor's child) first, the kernel kills the rest
+        for pid in left:
+            with contextlib.suppress(OSError):
+                for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+                    os.kill(int(child), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
+
+
+def processes_naming(folder: Path) -> list[int]:
+    """Processes whose command line names `folder` (a container's bubblewrap monitor does)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(folder).encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found

@@ -55,7 +55,9 @@ async def copy_tree(source: Path, dest: Path, skip: Iterable[str] = ()) -> None:
         raise GRPCError(Status.INTERNAL, f"copying the file system failed: {error.decode()[-300:]}")
 
 
-async def launch(folder: Path, rootfs: Path, meta: dict[str, Any], env: dict[str, str]) -> None:
+async def launch(
+    folder: Path, rootfs: Path, meta: dict[str, Any], env: dict[str, str], delay_s: float = 0.0
+) -> None:
     """Create the sandbox's root from the image and start its container (meta.json gets the
     monitor's pid)."""
     root, ctl = folder / "root", folder / "ctl"
@@ -66,6 +68,8 @@ async def launch(folder: Path, rootfs: Path, meta: dict[str, Any], env: dict[str
     write_json(folder / "meta.json", meta)
     argv = _bwrap(root, ctl, meta)
     pid = await launch_detached(argv, env=dict(BASE_ENV), log=folder / "launch.log")
+    if delay_s:
+        await asyncio.sleep(delay_s)
     meta["monitor"] = {"pid": pid, "start_time": start_time(pid) or 0}
     write_json(folder / "meta.json", meta)
 

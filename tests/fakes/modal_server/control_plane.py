@@ -28,7 +28,7 @@ from modal_proto.api_grpc import ModalClientBase
 
 from tests.fakes.modal_server import containers
 from tests.fakes.modal_server.auth import Issuer, check_auth_token, check_token
-from tests.fakes.modal_server.state import Cloud, new_id, write_json
+from tests.fakes.modal_server.state import Cloud, new_id
 
 RpcStream = Stream[Any, Any]
 G = api_pb2.GenericResult
@@ -354,7 +354,8 @@ class ControlPlane(ModalClientBase):
         sandbox_id = new_id("sb-", 24)
         tags = {t.tag_name: t.tag_value for t in req.tags}
         key = tags.get("run") or definition.name or None  # the same across a creation's attempts
-        created, ready_at = self.cloud.admit(sandbox_id, self.cloud.knobs(), key)
+        knobs = self.cloud.knobs()
+        created, ready_at = self.cloud.admit(sandbox_id, knobs, key)
         resources = definition.resources
         meta = {
             "id": sandbox_id, "task_id": task_id_of(sandbox_id), "app_id": req.app_id,
@@ -379,12 +380,19 @@ class ControlPlane(ModalClientBase):
         }  # fmt: skip
         folder = self.cloud.sandbox_dir(sandbox_id)
         folder.mkdir(parents=True)
+        # Shielded: a creation cancelled mid-launch (the client went away, the server is
+        # stopping) finishes launching, so that its container's pid is known and it is killed
+        # below, instead of running on unrecorded.
+        launching = asyncio.ensure_future(
+            containers.launch(folder, rootfs, meta, env, knobs.launch_delay_s)
+        )
         try:
-            await containers.launch(folder, rootfs, meta, env)
+            await asyncio.shield(launching)
         except BaseException:
+            with contextlib.suppress(BaseException):
+                await launching
             self.cloud.started_or_gone(sandbox_id)
-            meta["terminated_at"], meta["finish"] = time.time(), "terminated"
-            write_json(folder / "meta.json", meta)
+            await asyncio.to_thread(containers.terminate, folder, meta)
             raise
         await stream.send_message(
             api_pb2.SandboxCreateV2Response(

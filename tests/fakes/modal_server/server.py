@@ -29,6 +29,9 @@ from tests.fakes.modal_server.router import Router
 from tests.fakes.modal_server.state import Cloud, Knobs, write_json
 
 HOST = "127.0.0.1"
+# how long a stopping server lets cancelled requests finish (a creation under way kills its
+# container) before it kills every container; the fixture waits 30 s in all
+STOP_REQUESTS_S = 20
 
 
 def block_store(cloud: Cloud) -> web.Application:
@@ -75,11 +78,11 @@ async def serve(root: Path, port: int, ready_file: Path | None, knobs: Knobs) ->
     writer = asyncio.ensure_future(write_rpc_counts(cloud, rpc_counts, stop))
     await stop.wait()
     await writer
-    server.close()
+    server.close()  # cancels the running requests; a creation under way kills its container
     await runner.cleanup()
-    await asyncio.to_thread(terminate_all, cloud)
     with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait_for(server.wait_closed(), 2)
+        await asyncio.wait_for(server.wait_closed(), STOP_REQUESTS_S)
+    await asyncio.to_thread(terminate_all, cloud)
 
 
 def count_rpcs(server: Server) -> collections.Counter[str]:

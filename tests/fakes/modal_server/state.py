@@ -74,6 +74,9 @@ class Knobs:
     start_latency_s: float = 0.0
     create_rate_per_s: float | None = None
     max_starting: int | None = None
+    # seconds between a container's start and the record of its pid: a slow start, so that a test
+    # can stop the server while a creation is under way
+    launch_delay_s: float = 0.0
     # injected failures: "RpcName" or "RpcName:object name" -> "[STATUS:]message", answered
     # with that gRPC status (default PERMISSION_DENIED: the SDK's PermissionDeniedError, never
     # retried); the object name is the request's deployment_name, app_name, tag or sandbox_id
