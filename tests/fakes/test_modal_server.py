@@ -377,19 +377,20 @@ def test_concurrent_stats_never_see_an_empty_stdout(sandbox: modal.Sandbox):
     assert outputs == [(f"line {n}\n", "", 0) for n in range(30)]
 
 
-def test_stopping_the_server_mid_creation_leaves_no_container(tmp_path: Path):
-    """A creation under way when the server stops (its request is cancelled after the container
-    started but before its pid was recorded) still has its container killed.
+def test_a_creation_abandoned_mid_launch_completes_and_the_stop_kills_it(tmp_path: Path):
+    """The client goes away while its sandbox is starting (after the container started, before its
+    pid was recorded): as on Modal, the sandbox is still made and recorded, running; stopping the
+    server then kills it.
 
     Broken build caught: a cancelled creation that only marks its sandbox terminated, leaving the
-    bubblewrap container running unrecorded (the stop's sweep then skips it)."""
+    bubblewrap container running unrecorded (checked: the first assertion fails on it)."""
     root = tmp_path / "cloud"
     containers = root / "sandboxes"  # named by each container's bubblewrap command line
     with running_modal_server(root) as server:
-        server.configure(launch_delay_s=3.0)
+        server.configure(launch_delay_s=2.0)
         script = (
             "import modal\n"
-            "app = modal.App.lookup('stopping', create_if_missing=True)\n"
+            "app = modal.App.lookup('abandoned', create_if_missing=True)\n"
             "modal.Sandbox.create(app=app, timeout=120)\n"
         )
         client = subprocess.Popen(
@@ -403,11 +404,29 @@ def test_stopping_the_server_mid_creation_leaves_no_container(tmp_path: Path):
             while not processes_naming(containers) and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert processes_naming(containers), "the container never started"
-            server.stop()
-            left = processes_naming(containers)
         finally:
             client.kill()
             client.wait()
+        time.sleep(2.5)  # past the launch delay
+        [meta] = server.cloud.sandbox_metas()
+        assert meta["monitor"] is not None and meta["finish"] is None
+        server.configure(launch_delay_s=3.0)
+        second = subprocess.Popen(
+            [sys.executable, "-c", script],
+            env={**os.environ, **server.env},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while len(processes_naming(containers)) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)  # until its container is up (its pid is recorded 3 s later)
+            assert len(processes_naming(containers)) >= 2, "the second container never started"
+            server.stop()
+            left = processes_naming(containers)
+        finally:
+            second.kill()
+            second.wait()
     try:
         assert server.process.returncode == 0  # stopped by SIGTERM within the wait, not killed
         assert left == []

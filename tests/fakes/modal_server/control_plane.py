@@ -380,19 +380,22 @@ class ControlPlane(ModalClientBase):
         }  # fmt: skip
         folder = self.cloud.sandbox_dir(sandbox_id)
         folder.mkdir(parents=True)
-        # Shielded: a creation cancelled mid-launch (the client went away, the server is
-        # stopping) finishes launching, so that its container's pid is known and it is killed
-        # below, instead of running on unrecorded.
+        # Shielded: a creation whose request is cancelled (the client went away, the server is
+        # stopping) still completes, as Modal's does; its sandbox is recorded and listed by its
+        # tags, and a stopping server kills it with the rest (server.terminate_all).
         launching = asyncio.ensure_future(
             containers.launch(folder, rootfs, meta, env, knobs.launch_delay_s)
         )
         try:
             await asyncio.shield(launching)
-        except BaseException:
+        except asyncio.CancelledError:
             with contextlib.suppress(BaseException):
                 await launching
-            self.cloud.started_or_gone(sandbox_id)
-            await asyncio.to_thread(containers.terminate, folder, meta)
+            if launching.cancelled() or launching.exception() is not None:
+                await self._launch_failed(folder, meta)
+            raise
+        except BaseException:
+            await self._launch_failed(folder, meta)
             raise
         await stream.send_message(
             api_pb2.SandboxCreateV2Response(
@@ -402,6 +405,10 @@ class ControlPlane(ModalClientBase):
                 command_router_access=self._router_access(meta["task_id"]),
             )
         )
+
+    async def _launch_failed(self, folder: Path, meta: dict[str, Any]) -> None:
+        self.cloud.started_or_gone(meta["id"])
+        await asyncio.to_thread(containers.terminate, folder, meta)
 
     def _env(self, secret_ids: Any, sources: Any) -> tuple[dict[str, str], list[str]]:
         """The sandbox's environment from its Secrets and `env`, in order; and the named
