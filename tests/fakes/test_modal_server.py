@@ -7,7 +7,6 @@ bubblewrap containers, so each test creates as few as it can.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -25,7 +24,12 @@ import pytest
 from modal.stream_type import StreamType
 
 from tests.fakes.modal_server.auth import BAD_TOKEN_MESSAGE, TOKEN_ID, TOKEN_SECRET
-from tests.fakes.modal_server.fixture import ModalTestServer, running_modal_server
+from tests.fakes.modal_server.fixture import (
+    ModalTestServer,
+    container_processes,
+    kill_containers,
+    running_modal_server,
+)
 
 
 def unique(prefix: str) -> str:
@@ -385,25 +389,14 @@ def test_a_creation_abandoned_mid_launch_completes_and_the_stop_kills_it(tmp_pat
     Broken build caught: a cancelled creation that only marks its sandbox terminated, leaving the
     bubblewrap container running unrecorded (checked: the first assertion fails on it)."""
     root = tmp_path / "cloud"
-    containers = root / "sandboxes"  # named by each container's bubblewrap command line
     with running_modal_server(root) as server:
         server.configure(launch_delay_s=2.0)
-        script = (
-            "import modal\n"
-            "app = modal.App.lookup('abandoned', create_if_missing=True)\n"
-            "modal.Sandbox.create(app=app, timeout=120)\n"
-        )
-        client = subprocess.Popen(
-            [sys.executable, "-c", script],
-            env={**os.environ, **server.env},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        client = creating_client(server)
         try:
             deadline = time.monotonic() + 30
-            while not processes_naming(containers) and time.monotonic() < deadline:
+            while not container_processes(root) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            assert processes_naming(containers), "the container never started"
+            assert container_processes(root), "the container never started"
         finally:
             client.kill()
             client.wait()
@@ -411,40 +404,34 @@ def test_a_creation_abandoned_mid_launch_completes_and_the_stop_kills_it(tmp_pat
         [meta] = server.cloud.sandbox_metas()
         assert meta["monitor"] is not None and meta["finish"] is None
         server.configure(launch_delay_s=3.0)
-        second = subprocess.Popen(
-            [sys.executable, "-c", script],
-            env={**os.environ, **server.env},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        second = creating_client(server)
         try:
             deadline = time.monotonic() + 30
-            while len(processes_naming(containers)) < 2 and time.monotonic() < deadline:
+            while len(container_processes(root)) < 2 and time.monotonic() < deadline:
                 time.sleep(0.05)  # until its container is up (its pid is recorded 3 s later)
-            assert len(processes_naming(containers)) >= 2, "the second container never started"
+            assert len(container_processes(root)) >= 2, "the second container never started"
             server.stop()
-            left = processes_naming(containers)
+            left = container_processes(root)
         finally:
             second.kill()
             second.wait()
     try:
         assert server.process.returncode == 0  # stopped by SIGTERM within the wait, not killed
         assert left == []
-    finally:  # a leaked container: its pid 1 (the monitor's child) first, the kernel kills the rest
-        for pid in left:
-            with contextlib.suppress(OSError):
-                for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-                    os.kill(int(child), signal.SIGKILL)
-                os.kill(pid, signal.SIGKILL)
+    finally:
+        kill_containers(left)
 
 
-def processes_naming(folder: Path) -> list[int]:
-    """Processes whose command line names `folder` (a container's bubblewrap monitor does)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and str(folder).encode() in (entry / "cmdline").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
+def creating_client(server: ModalTestServer) -> subprocess.Popen[bytes]:
+    """Another process whose real SDK creates one sandbox on `server`."""
+    script = (
+        "import modal\n"
+        "app = modal.App.lookup('abandoned', create_if_missing=True)\n"
+        "modal.Sandbox.create(app=app, timeout=120)\n"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", script],
+        env={**os.environ, **server.env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )

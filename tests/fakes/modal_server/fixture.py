@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -92,13 +93,7 @@ class ModalTestServer:
             state["ready_delays"] = []
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        _stop(self.process)
 
 
 @contextlib.contextmanager
@@ -125,13 +120,48 @@ def running_modal_server(root: Path, **knobs: Any) -> Iterator[ModalTestServer]:
         server = ModalTestServer(root, ports["port"], ports["http_port"], process)
         yield server
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        _stop(process)
+        left = container_processes(root)
+        if left:  # the server's own stop kills them all (server.terminate_all): a bug to report
+            warnings.warn(
+                f"the Modal test server left {len(left)} container process(es) running; killed now",
+                stacklevel=1,
+            )
+            kill_containers(left)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def container_processes(root: Path) -> list[int]:
+    """The bubblewrap monitors of this cloud's containers still running: their command lines name
+    `<root>/sandboxes/`."""
+    marker = str(root.absolute() / "sandboxes").encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def kill_containers(monitors: list[int]) -> None:
+    """Each container's pid 1 (its monitor's child) first, so that the kernel kills the rest of
+    its pid namespace; then the monitor."""
+    for pid in monitors:
+        with contextlib.suppress(OSError):
+            for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+                os.kill(int(child), signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
 
 
 def _wait_ready(ready: Path, process: subprocess.Popen[bytes], log: Path) -> dict[str, int]:
