@@ -78,8 +78,8 @@ class RunStore(Protocol):
     def save_run(self, result: RunResult) -> bool: ...
     def get_run(self, run_id: str) -> RunResult | None: ...
     def list_runs(self, experiment_id: str) -> list[RunResult]: ...
-    def save_experiment(self, spec: ExperimentSpec, status: str = "running") -> None: ...
-    def set_experiment_status(self, experiment_id: str, status: str) -> None: ...
+    def save_experiment(self, spec: ExperimentSpec, status: str = "running") -> bool: ...
+    def set_experiment_status(self, experiment_id: str, status: str) -> bool: ...
 
 
 class Grader(Protocol):
@@ -532,14 +532,18 @@ class ExperimentActivities:
     @activity.defn(name="save_experiment")
     async def save_experiment(self, spec: ExperimentSpec) -> None:
         async with heartbeating("save_experiment"):
-            await asyncio.to_thread(self.store.save_experiment, spec, "running")
-        self.metrics.experiments_started.inc()
+            new = await asyncio.to_thread(self.store.save_experiment, spec, "running")
+        if new:  # once per experiment: a retried attempt finds it stored
+            self.metrics.experiments_started.inc()
 
     @activity.defn(name="finish_experiment")
     async def finish_experiment(self, experiment_id: str, status: str) -> None:
         async with heartbeating("finish_experiment"):
-            await asyncio.to_thread(self.store.set_experiment_status, experiment_id, status)
-        self.metrics.experiments_finished.labels(status).inc()
+            changed = await asyncio.to_thread(
+                self.store.set_experiment_status, experiment_id, status
+            )
+        if changed:  # a retried attempt finds the status already set
+            self.metrics.experiments_finished.labels(status).inc()
 
     @activity.defn(name="failed_cells")
     async def failed_cells(

@@ -117,12 +117,14 @@ class Store:
 
     # -- experiments -----------------------------------------------------------------------------
 
-    def save_experiment(self, spec: ExperimentSpec, status: str = "running") -> None:
-        """Insert or update the experiment and its arms; saving the same spec again is a no-op."""
+    def save_experiment(self, spec: ExperimentSpec, status: str = "running") -> bool:
+        """Insert or update the experiment and its arms; saving the same spec again is a no-op.
+        True when the experiment was not in the store before."""
         state = _experiment_status(status)
         now = convert.utc_now()
         values = convert.experiment_values(spec, state)
         with self._write() as connection:
+            new = not _experiment_exists(connection, spec.experiment_id)
             stmt = insert(connection.dialect.name, experiments).values(
                 **values, created_at=now, finished_at=now if state.is_terminal else None
             )
@@ -135,6 +137,7 @@ class Store:
                 )
             )
             self._save_arms(connection, spec)
+        return new
 
     def _save_arms(self, connection: Connection, spec: ExperimentSpec) -> None:
         names = [arm.name for arm in spec.arms]
@@ -152,8 +155,9 @@ class Store:
                 )
             )
 
-    def set_experiment_status(self, experiment_id: str, status: str) -> None:
-        """Move the experiment to `status`; a terminal status stamps `finished_at` (once)."""
+    def set_experiment_status(self, experiment_id: str, status: str) -> bool:
+        """Move the experiment to `status`; a terminal status stamps `finished_at` (once). True
+        when the status changed (False: it already had this status)."""
         state = _experiment_status(status)
         finished = convert.utc_now() if state.is_terminal else None
         with self._write() as connection:
@@ -164,6 +168,7 @@ class Store:
             ).rowcount
             if not changed and not _experiment_exists(connection, experiment_id):
                 raise StoreError(f"Experiment {experiment_id!r} is not in the store.")
+        return bool(changed)
 
     def get_experiment(self, experiment_id: str) -> ExperimentRecord | None:
         with self._read() as connection:

@@ -53,9 +53,9 @@ def test_unknown_experiment_is_none(store: Store) -> None:
 def test_saving_the_same_spec_twice_keeps_one_row_and_its_created_at(
     store: Store, store_url: str
 ) -> None:
-    store.save_experiment(make_spec())
+    assert store.save_experiment(make_spec()) is True  # new
     first = store.get_experiment("exp-1")
-    store.save_experiment(make_spec())
+    assert store.save_experiment(make_spec()) is False  # already stored
 
     assert _rows(store_url, select(experiments.c.id)) == [("exp-1",)]
     assert len(_rows(store_url, select(arms.c.name))) == 2
@@ -76,12 +76,12 @@ def test_resaving_a_changed_spec_replaces_spec_and_arms(store: Store, store_url:
 
 def test_terminal_status_stamps_finished_at_once(store: Store) -> None:
     store.save_experiment(make_spec())
-    store.set_experiment_status("exp-1", "completed")
+    assert store.set_experiment_status("exp-1", "completed") is True  # changed
     done = store.get_experiment("exp-1")
     assert done is not None and done.status is ExperimentStatus.COMPLETED
     assert done.finished_at is not None and done.finished_at >= done.created_at
 
-    store.set_experiment_status("exp-1", ExperimentStatus.COMPLETED)
+    assert store.set_experiment_status("exp-1", ExperimentStatus.COMPLETED) is False  # as it was
     store.save_experiment(make_spec(), status="completed")
     again = store.get_experiment("exp-1")
     assert again is not None and again.finished_at == done.finished_at
