@@ -139,9 +139,15 @@ async def run_cell(job: RunInput) -> RunSummary:
     for attempt in range(SANDBOX_ATTEMPTS):
         provision: ProvisionResult | None = None
         lost = False  # the sandbox's host is gone: nothing there to tear down
+        evicted = False
         try:
             provision = await _provision(job)
             return await _run_in(job, provision)
+        except GeneratorExit:
+            # The worker dropped this workflow from its cache (or stopped) and closes its
+            # coroutines: nothing can be scheduled now. A replay of the run tears down instead.
+            evicted = True
+            raise
         except STAGE_FAILURES as error:  # regular activities wrap; local ones raise directly
             if _is_cancel(error):
                 await _record(job, provision, RunStatus.CANCELLED, "cancelled")
@@ -156,7 +162,7 @@ async def run_cell(job: RunInput) -> RunSummary:
             await _record(job, provision, RunStatus.CANCELLED, "cancelled")
             raise
         finally:
-            if provision is not None and not lost:
+            if provision is not None and not lost and not evicted:
                 await _teardown(job, provision)
     raise ApplicationError("unreachable")  # pragma: no cover
 
