@@ -40,7 +40,6 @@ import importlib.metadata as metadata
 import io
 import json
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -61,7 +60,7 @@ sys.path.insert(0, str(ROOT))
 from packaging.markers import default_environment  # noqa: E402
 from packaging.requirements import Requirement  # noqa: E402
 
-from benchmarks.bench_figures import commit, paired_ratios, stamp  # noqa: E402
+from benchmarks.bench_figures import commit, machine, paired_ratios, stamp  # noqa: E402
 from benchmarks.results_file import write_section  # noqa: E402
 from workflows.prewarm.image_label import split_reference  # noqa: E402
 from workflows.providers.base import SandboxSpec  # noqa: E402
@@ -213,17 +212,6 @@ async def provisioning(
     if provider.pool is not None:
         await provider.pool.drain()
     return creates, starts
-
-
-def machine() -> str:
-    model = "unknown CPU"
-    with open("/proc/cpuinfo") as handle:
-        for line in handle:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    load = os.getloadavg()[0]
-    return f"{os.cpu_count()}-core {platform.machine()} VM ({model}), load avg {load:.1f}"
 
 
 async def main(args: argparse.Namespace) -> dict[str, object]:
