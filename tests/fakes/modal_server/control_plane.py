@@ -391,7 +391,7 @@ class ControlPlane(ModalClientBase):
         except asyncio.CancelledError:
             with contextlib.suppress(BaseException):
                 await launching
-            if launching.cancelled() or launching.exception() is not None:
+            if not launching.done() or launching.cancelled() or launching.exception():
                 await self._launch_failed(folder, meta)
             raise
         except BaseException:

@@ -29,8 +29,8 @@ from tests.fakes.modal_server.router import Router
 from tests.fakes.modal_server.state import Cloud, Knobs, write_json
 
 HOST = "127.0.0.1"
-# how long a stopping server lets cancelled requests finish (a creation under way kills its
-# container) before it kills every container; the fixture waits 30 s in all
+# how long a stopping server lets cancelled requests finish (a creation under way completes and
+# records its container) before it kills every container; the fixture waits 30 s in all
 STOP_REQUESTS_S = 20
 
 
@@ -78,7 +78,7 @@ async def serve(root: Path, port: int, ready_file: Path | None, knobs: Knobs) ->
     writer = asyncio.ensure_future(write_rpc_counts(cloud, rpc_counts, stop))
     await stop.wait()
     await writer
-    server.close()  # cancels the running requests; a creation under way kills its container
+    server.close()  # cancels the running requests; a creation under way still completes
     await runner.cleanup()
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(server.wait_closed(), STOP_REQUESTS_S)
