@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 import os
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.cgroupfs import kernel_rmdir, make_unified_mount
+from tests.support.dead_process import dead_process_id
 from tests.workflows.providers.kits import Kit, run_to_end
 from workflows.process_owned import staging_path
 from workflows.providers.base import ProviderRefused, SandboxNotFound
@@ -210,12 +209,7 @@ def test_half_made_runner_and_etc_copies_of_a_dead_worker_are_reaped(tmp_path: P
     """A worker killed while compiling the runner or copying /etc leaves a staging entry named by
     its process; the reaping at a worker's start removes those, and keeps what a live one makes."""
     provider = LocalProvider(tmp_path / "s", tmp_path / "i")
-    dead = subprocess.run(
-        [sys.executable, "-c", "from workflows.process_owned import this_process as p; print(p())"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    dead = dead_process_id()
     left: list[Path] = []
     for folder in (provider.sandbox_dir / ".runner", provider.sandbox_dir / ".etc"):
         folder.mkdir(parents=True)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.dead_process import dead_process_id
 from workflows.process_owned import this_process
 from workflows.providers.local import loop_mount
 from workflows.providers.local.disk import DiskTemplates, create_disk, remove_disk
@@ -88,12 +87,7 @@ def test_a_template_half_made_by_a_dead_worker_is_removed_at_the_next_start(
     removes it, and never one a live worker is making."""
     templates = DiskTemplates(tmp_path / "templates")
     asyncio.run(templates.copy(tmp_path / "a.ext4", 16))
-    dead = subprocess.run(
-        [sys.executable, "-c", "from workflows.process_owned import this_process as p; print(p())"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    dead = dead_process_id()
     half_made = templates.folder / f".{templates.path(32).name}.abc123.{dead}"
     in_progress = templates.folder / f".{templates.path(64).name}.def456.{this_process()}"
     half_made.write_bytes(b"half")
