@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from temporalio.client import Client
 
 from bot.composition import open_store
 from bot.identity import HEAD_ARM
-from tests.chaos.conftest import PR, REPO
+from tests.chaos.conftest import PR, REPO, chaos_settings
 from tests.chaos.evidence import HostSnapshot, completions_per_cell, snapshot_host
 from tests.chaos.harness import (
     WorkerProcess,
@@ -56,28 +55,19 @@ def host_settings(
 ) -> tuple[Settings, Settings]:
     """Host A's and host B's settings: the same cluster, store, bucket and queues; their own
     data folders and host ids."""
-    suffix = uuid.uuid4().hex[:8]
-    a = Settings(
+    a = chaos_settings(
+        root,
+        server.address,
+        github,
         data_dir=root / "host-a",
-        catalog_root=root / "catalog",
         temporal={
-            "address": server.address,
-            "run_task_queue": f"topo-runs-{suffix}",
-            "collect_task_queue": f"topo-collect-{suffix}",
-            "score_task_queue": f"topo-score-{suffix}",
             "heartbeat_timeout_s": 8,
             "host_affinity": True,
             "host_id": "a",
             "host_lost_s": HOST_LOST_S,
         },
-        sandbox={"poll_interval_s": 0.2, "max_concurrent_runs": 8, "max_concurrent_collect": 4},
-        github={
-            "api_url": github.base_url,
-            "app_id": str(github.app_id),
-            "private_key": github.app_private_key,
-            "timeout_s": 3,
-        },
-    ).with_changes(store={"database_url": database_url, **blobs["store"]})
+        store={"database_url": database_url, **blobs["store"]},
+    )
     b = a.with_changes(data_dir=root / "host-b", temporal={"host_id": "b"})
     return a, b
 
