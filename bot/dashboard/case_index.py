@@ -18,7 +18,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Annotated, Any
 
-from fastapi import Query
+from fastapi import HTTPException, Query
 
 from workflows.catalog.loaders import DATASET_MANIFEST, load_dataset
 from workflows.catalog.models import ExperimentSpec
@@ -183,3 +183,13 @@ def arms_compared(record: ExperimentRecord) -> tuple[str, str]:
     """The baseline (first arm) and the head (second, or the baseline alone), as the report."""
     names = [arm.name for arm in record.spec.arms]
     return names[0], names[1] if len(names) > 1 else names[0]
+
+
+def case_list_or_400(
+    record: ExperimentRecord, runs: list[RunResult], catalog_root: str | Path, filters: CaseFilters
+) -> dict[str, Any]:
+    """`case_list` for a route: an unknown filter is the request's fault (400)."""
+    try:
+        return case_list(record, runs, catalog_root, filters)
+    except ValueError as error:
+        raise HTTPException(400, str(error)) from None

@@ -10,7 +10,7 @@ import anyio
 from fastapi import Depends, HTTPException
 from fastapi.responses import HTMLResponse
 
-from bot.dashboard.case_index import CaseFilters, arms_compared, case_list
+from bot.dashboard.case_index import CaseFilters, arms_compared, case_list_or_400
 from bot.dashboard.deps import BlobsDep, SettingsDep, StoreDep, experiment_or_404, signed_in_router
 from bot.dashboard.experiment_routes import side_by_side
 from bot.dashboard.pages import page
@@ -30,10 +30,7 @@ async def cases(
 ) -> HTMLResponse:
     record = await experiment_or_404(store, experiment)
     runs = await anyio.to_thread.run_sync(cached_runs, store, record)
-    try:
-        view = case_list(record, runs, settings.catalog_root, filters)
-    except ValueError as error:
-        raise HTTPException(400, str(error)) from None
+    view = case_list_or_400(record, runs, settings.catalog_root, filters)
     return page("_cases.html.j2", **view)
 
 

@@ -13,7 +13,7 @@ import anyio
 from fastapi import Depends, HTTPException
 from fastapi.responses import HTMLResponse, Response
 
-from bot.dashboard.case_index import CaseFilters, case_list
+from bot.dashboard.case_index import CaseFilters, case_list_or_400
 from bot.dashboard.chart_routes import pictures
 from bot.dashboard.deps import (
     SettingsDep,
@@ -84,10 +84,7 @@ async def experiment(
     """The report, progress (live.py) and a page of cases (case_index.py); ids may hold `/`."""
     record = await experiment_or_404(store, experiment_id)
     runs, view = await anyio.to_thread.run_sync(runs_and_view, store, record)
-    try:
-        cases = case_list(record, runs, settings.catalog_root, filters)
-    except ValueError as error:
-        raise HTTPException(400, str(error)) from None
+    cases = case_list_or_400(record, runs, settings.catalog_root, filters)
     live = live_status(record, runs, None, datetime.now(UTC))
     return page("experiment.html.j2", user=user, record=record, live=live, **{**view, **cases})
 
