@@ -21,7 +21,6 @@ import json
 import os
 import re
 import secrets
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -34,6 +33,7 @@ from workflows.providers.base import (
     SandboxNotFound,
     SandboxSpec,
 )
+from workflows.providers.common.tree_copy import copy_tree
 
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}-[0-9a-f]{12}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -182,27 +182,23 @@ def write_case_files(case_dir: Path, files: Mapping[str, bytes]) -> None:
         path.chmod(0o644)
 
 
-async def copy_world(source: Path, dest: Path) -> None:
-    """copy_world_blocking in a thread (cheaper for the worker than asyncio's subprocess
-    transport and child watcher, a thread of their own per process)."""
-    await asyncio.to_thread(copy_world_blocking, source, dest)
+async def copy_world(source: Path, dest: Path, owner: tuple[int, int] | None = None) -> None:
+    """copy_world_blocking in a thread."""
+    await asyncio.to_thread(copy_world_blocking, source, dest, owner)
 
 
-def copy_world_blocking(source: Path, dest: Path) -> None:
-    """`cp -a --reflink=auto`: a private copy, shared blocks where the file system allows."""
+def copy_world_blocking(source: Path, dest: Path, owner: tuple[int, int] | None = None) -> None:
+    """A private copy of the world (tree_copy.py: in this process, blocks shared where the file
+    system allows), its entries given to `owner` (uid, gid) if set."""
     if not source.is_dir():
         raise SandboxCreateError(f"world folder {source} does not exist")
-    process = subprocess.run(
-        ["cp", "-a", "--reflink=auto", "--no-target-directory", "--", str(source), str(dest)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        check=False,
-    )
-    if process.returncode != 0:
-        lines = process.stderr.decode(errors="replace").strip().splitlines()
-        detail = lines[-1] if lines else "unknown error"
-        raise SandboxCreateError(f"could not copy the world {source.name}: {detail}")
+    try:
+        copy_tree(source, dest, owner)
+    except OSError as error:
+        where = f" ({error.filename})" if error.filename else ""
+        raise SandboxCreateError(
+            f"could not copy the world {source.name}: {error.strerror or error}{where}"
+        ) from None
 
 
 def tree_size(path: Path) -> int:

@@ -467,8 +467,7 @@ class LocalProvider(SandboxProvider):
         """What does: the world, the case files, the metadata."""
         layout, uid = sandbox.layout, sandbox.uid
         with timed(self.timer, "create: world, case, meta"):
-            await copy_world(spec.world_dir, layout.world)
-            await asyncio.to_thread(chown_tree, layout.world, uid, uid)
+            await copy_world(spec.world_dir, layout.world, owner=(uid, uid))
             write_case_files(layout.case, spec.case_files)
             write_meta(layout, sandbox.meta)
 

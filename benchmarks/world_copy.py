@@ -1,0 +1,103 @@
+"""A sandbox's world copy: the `cp -a --reflink=auto` process each sandbox used to start, against
+the in-process copy that replaced it (workflows/providers/common/tree_copy.py).
+
+Both copy the benchmarks' world (benchmarks/trivial_matter.py: one document and world.toml) from
+a process that has imported the worker's modules, as a worker has: the `cp` side pays the fork of
+a process that large, as a worker did. Copies alternate cp, in-process, cp… so both see the same
+load; the script prints the median wall time and CPU time per copy (this process and the children
+it waited for) and in-process ÷ cp.
+
+    .venv/bin/python benchmarks/world_copy.py [--copies 300] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_figures import commit
+from results_file import write_section
+from stage_table import load, machine
+from trivial_matter import write_catalog
+
+import workflows.engine.worker  # noqa: F401  (a worker-sized process: what cp's fork copied)
+from workflows.providers.common.sandbox_layout import copy_world_blocking
+
+Copy = Callable[[Path, Path], None]
+
+
+def with_cp(source: Path, dest: Path) -> None:
+    """What copy_world_blocking did before tree_copy.py."""
+    argv = ["cp", "-a", "--reflink=auto", "--no-target-directory", "--", str(source), str(dest)]
+    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL)
+
+
+def in_process(source: Path, dest: Path) -> None:
+    copy_world_blocking(source, dest)
+
+
+def cpu_seconds() -> float:
+    mine = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return mine.ru_utime + mine.ru_stime + children.ru_utime + children.ru_stime
+
+
+def measure(copies: int, scratch: Path) -> dict[str, tuple[list[float], list[float]]]:
+    write_catalog(scratch / "catalog", cases=1)
+    world = scratch / "catalog" / "worlds" / "bench"
+    sides: dict[str, Copy] = {"cp -a --reflink=auto": with_cp, "in-process": in_process}
+    timings: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in sides}
+    for index in range(copies):
+        for number, (name, copy) in enumerate(sides.items()):
+            dest = scratch / f"copy-{number}-{index}"
+            cpu, wall = cpu_seconds(), time.perf_counter()
+            copy(world, dest)
+            wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
+            if (dest / "documents" / "fact.md").read_text() != "The answer is 42.\n":
+                raise SystemExit(f"{name} did not copy the world")
+            timings[name][0].append(wall)
+            timings[name][1].append(cpu)
+    return timings
+
+
+def report(timings: dict[str, tuple[list[float], list[float]]], copies: int) -> list[str]:
+    lines = [
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · {machine()} · commit {commit()} "
+        f"· {load()} · {copies} copies each, alternating",
+        "",
+        "| world copy | median wall per copy | median CPU per copy |",
+        "|---|---:|---:|",
+    ]
+    medians = []
+    for name, (walls, cpus) in timings.items():
+        wall_ms, cpu_ms = 1000 * statistics.median(walls), 1000 * statistics.median(cpus)
+        medians.append((wall_ms, cpu_ms))
+        lines.append(f"| {name} | {wall_ms:.2f} ms | {cpu_ms:.2f} ms |")
+    (cp_wall, cp_cpu), (own_wall, own_cpu) = medians
+    lines += ["", f"in-process ÷ cp: wall {own_wall / cp_wall:.2f}, CPU {own_cpu / cp_cpu:.2f}."]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--copies", type=int, default=300, help="copies of each kind")
+    parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="world-copy-") as scratch:
+        lines = report(measure(args.copies, Path(scratch)), args.copies)
+    print("\n".join(lines))
+    if args.write:
+        write_section("world-copy", "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
