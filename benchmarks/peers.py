@@ -2,7 +2,7 @@
 
 100 cases × 4 arms × 5 trials = 2,000 cells on evalbot (`process` and the isolated `local` provider,
 each through benchmarks/orchestration.py: a real Temporal dev server, one worker, 128 cells in
-flight) and 100 samples × 20 epochs = 2,000 samples on Inspect AI (`sandbox="local"`,
+flight; and `process` again with a worker process per core) and 100 samples × 20 epochs = 2,000 samples on Inspect AI (`sandbox="local"`,
 `mockllm/model`, `max_samples=128`, a solver running the trivial agent's command in the sample's
 sandbox, then reading the answer it wrote, scored with `includes()`). Inspect's Docker sandbox runs
 only where Docker answers (`docker info`); otherwise one line says it was skipped.
@@ -33,6 +33,7 @@ from stage_table import commit, load, machine
 
 HERE = Path(__file__).resolve().parent
 ARMS = 4
+CHOICES = ["process", "local", "process-per-core", "inspect-local", "inspect-docker"]
 AGENT = "echo 'the answer is 42' > answer.md"  # benchmarks/trivial_matter.py's agent, in the cwd
 
 
@@ -47,11 +48,13 @@ class Row:
     stages: list[str] = field(default_factory=list)  # the local provider's per-stage table
 
 
-def evalbot_row(provider: str, cases: int, trials: int) -> Row:
-    """benchmarks/orchestration.py in a process of its own; its output goes to our stderr."""
+def evalbot_row(provider: str, cases: int, trials: int, workers: int = 1) -> Row:
+    """benchmarks/orchestration.py in a process of its own; its output goes to our stderr.
+    `workers` > 1 adds `evalbot worker` processes beside the benchmark's own (--workers)."""
     before = load()
     command = [sys.executable, str(HERE / "orchestration.py"), "--provider", provider]
     command += ["--cases", str(cases), "--trials", str(trials), "--skip-baseline"]
+    command += ["--workers", str(workers)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     sys.stderr.write(done.stdout[-6000:])
     wall = re.search(r"^wall time: ([\d.]+) s", done.stdout, re.M)
@@ -60,7 +63,8 @@ def evalbot_row(provider: str, cases: int, trials: int) -> Row:
         raise SystemExit(f"orchestration.py --provider {provider} failed: {done.stderr[-800:]}")
     cells = cases * ARMS * trials
     detail = f"stored {stored.group(1) if stored else '?'}"
-    row = Row(f"evalbot `{provider}`", cells, float(wall.group(1)), before, load(), detail)
+    name = f"evalbot `{provider}`" + (f", {workers} workers" if workers > 1 else "")
+    row = Row(name, cells, float(wall.group(1)), before, load(), detail)
     row.stages = stage_table_of(done.stdout)
     return row
 
@@ -171,13 +175,16 @@ def goals(rows: list[Row]) -> list[str]:
     by_name = {row.name: row for row in rows}
     process, local = by_name.get("evalbot `process`"), by_name.get("evalbot `local`")
     inspect = next((r for r in rows if 'sandbox="local"' in r.name), None)
+    per_core = next((r for r in rows if r.name.startswith("evalbot `process`, ")), None)
     lines = []
-    if process and inspect:
-        ratio = process.wall_s / inspect.wall_s
-        verdict = "met" if ratio <= 1.0 else "not met"
-        lines.append(
-            f"- `process` ÷ Inspect local: {ratio:.2f} (goal ≤ 1.00, every run durable): {verdict}"
-        )
+    for row in (process, per_core):
+        if row and inspect:
+            ratio = row.wall_s / inspect.wall_s
+            verdict = "met" if ratio <= 1.0 else "not met"
+            lines.append(
+                f"- {row.name.removeprefix('evalbot ')} ÷ Inspect local: {ratio:.2f} "
+                f"(goal ≤ 1.00, every run durable): {verdict}"
+            )
     if process and local:
         ratio = local.wall_s / process.wall_s
         verdict = "met" if ratio <= 1.35 and local.wall_s <= 55 else "not met"
@@ -197,7 +204,7 @@ def report(header: str, rows: list[Row], notes: list[str]) -> str:
 
 
 def main(options: argparse.Namespace) -> None:
-    wanted = set(options.only or ["process", "local", "inspect-local", "inspect-docker"])
+    wanted = set(options.only or CHOICES)
     epochs = ARMS * options.trials
     header = (
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; commit {commit()}; "
@@ -206,9 +213,11 @@ def main(options: argparse.Namespace) -> None:
     print(header, flush=True)
     notes: list[str] = []
     rows: list[Row] = []
-    for name in ("process", "local"):
+    runs = {"process": ("process", 1), "local": ("local", 1)}
+    runs["process-per-core"] = ("process", os.cpu_count() or 1)
+    for name, (provider, workers) in runs.items():
         if name in wanted:
-            rows.append(evalbot_row(name, options.cases, options.trials))
+            rows.append(evalbot_row(provider, options.cases, options.trials, workers))
             print(f"done: {rows[-1].name}, {rows[-1].wall_s:.1f} s", flush=True)
     if "inspect-local" in wanted:
         rows.append(inspect_row("local", options.cases, epochs))
@@ -227,7 +236,8 @@ DESCRIPTION = """\
 `PYTHONPATH=$PWD .venv/bin/python benchmarks/peers.py --write` — the same trivial experiment back
 to back: evalbot through benchmarks/orchestration.py (real Temporal dev server, one worker, 128
 cells in flight; `--provider process`, then `--provider local`: bubblewrap, cgroups, a
-loop-mounted ext4 disk per sandbox) and Inspect AI (the `bench` extra; `sandbox="local"`,
+loop-mounted ext4 disk per sandbox; then `process` with a worker process per core, `--workers`
+= cores, the scale-out of docs/engine.md) and Inspect AI (the `bench` extra; `sandbox="local"`,
 `mockllm/model`, 4 × trials epochs, `max_samples=128`, a solver that runs the same
 `echo 'the answer is 42' > answer.md` in the sample's sandbox and reads the file back, scored with
 `includes()`). Ratios are within this one run; the load averages say how busy the machine was."""
@@ -241,8 +251,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--trials", type=int, default=5, help="per arm; Inspect: 4 × this epochs")
-    parser.add_argument(
-        "--only", nargs="*", choices=["process", "local", "inspect-local", "inspect-docker"]
-    )
+    parser.add_argument("--only", nargs="*", choices=CHOICES)
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     main(parser.parse_args())
