@@ -376,15 +376,18 @@ class RunActivities:
         staging = await asyncio.to_thread(self.blobs.staging, job.run_id)
         async with self._collect_slots, heartbeating("collect"):
             collected = await collect_outputs(sandbox, staging, originals)
-            redactor = Redactor.from_settings(self.settings)  # no secret value reaches a blob
-            await asyncio.to_thread(redactor.redact_tree, staging)
-        key = await asyncio.to_thread(self.blobs.commit, job.run_id, staging)
+            key = await asyncio.to_thread(self._redact_and_commit, job.run_id, staging)
         return CollectResult(
             outputs_ref=key,  # a key in the blob store, never a host path
             usage=collected.usage,
             has_answer=collected.has_answer,
             notes=collected.notes,
         )
+
+    def _redact_and_commit(self, run_id: str, staging: Path) -> str:
+        """No secret value reaches a blob: redact the staged outputs, then store them."""
+        Redactor.from_settings(self.settings).redact_tree(staging)
+        return self.blobs.commit(run_id, staging)
 
     # -- score ------------------------------------------------------------------------------
 

@@ -1,22 +1,39 @@
-"""Stream a finished sandbox's outputs into the blob store, never whole into memory.
+"""Stream a finished sandbox's outputs into the blob store's staging folder, never whole into
+memory.
 
 Only regular files are collected; symlinks are skipped (never followed), so a hostile agent cannot
 make the collector copy host files. The world's changes are stored as the files that differ from
 the pristine world plus a list of deleted paths (see workflows/blobs.py for the layout).
+
+The whole collection runs in one thread, off the worker's event loop (docs/engine.md, "Collect"):
+a sandbox whose files are on this host is read there by blocking calls
+(`Sandbox.blocking_files`), any other through its async methods, each run on the loop from the
+thread (`LoopFiles`). One thread hop per run instead of two or three per file: on a 2-core
+worker the hand-offs between threads cost more CPU than the copying of small outputs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
+import threading
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from pydantic import ValidationError
 
-from workflows.providers.base import FileInfo, FileKind, Sandbox, SandboxError, SandboxFileError
+from workflows.providers.base import (
+    BlockingFiles,
+    FileInfo,
+    FileKind,
+    Sandbox,
+    SandboxError,
+    SandboxFileError,
+)
 from workflows.records import Usage
 
 MAX_OUT_FILES = 10_000
@@ -24,6 +41,8 @@ MAX_OUT_BYTES = 2 << 30
 MAX_USAGE_BYTES = 64 * 1024
 ANSWER_FILES = ("answer.md", "answer.json")
 SMALL_FILE_BYTES = 1 << 20
+CHUNK_BYTES = 1 << 16
+T = TypeVar("T")
 
 
 @dataclass
@@ -33,61 +52,177 @@ class Collected:
     notes: list[str] = field(default_factory=list)
 
 
-def _safe_relative(path: str) -> Path | None:
-    parts = PurePosixPath(path).parts
-    if not parts or PurePosixPath(path).is_absolute() or ".." in parts:
-        return None
-    return Path(*parts)
+class Stopped(Exception):
+    """The collect was cancelled: its thread stops at the next file or chunk."""
 
 
-async def _stream(sandbox: Sandbox, source: str, dest: Path, size: int) -> str:
+class LoopFiles:
+    """A sandbox's async file methods, called from the collector's thread and run on the loop."""
+
+    def __init__(self, sandbox: Sandbox, loop: asyncio.AbstractEventLoop) -> None:
+        self.sandbox = sandbox
+        self.loop = loop
+
+    def _run(self, awaitable: Awaitable[T]) -> T:
+        async def wait() -> T:
+            return await awaitable
+
+        return asyncio.run_coroutine_threadsafe(wait(), self.loop).result()
+
+    def read_file(self, path: str, max_bytes: int) -> bytes:
+        return self._run(self.sandbox.read_file(path, max_bytes))
+
+    def list_files(self, root: str) -> list[FileInfo]:
+        return self._run(self.sandbox.list_files(root))
+
+    def iter_file(self, path: str, chunk_size: int) -> Iterator[bytes]:
+        chunks: AsyncIterator[bytes] = self.sandbox.iter_file(path, chunk_size)
+        try:
+            while True:
+                try:
+                    yield self._run(anext(chunks))
+                except StopAsyncIteration:
+                    return
+        finally:
+            aclose = getattr(chunks, "aclose", None)  # an async generator's: ends its reads
+            if aclose is not None:
+                self._run(aclose())
+
+
+async def collect_outputs(sandbox: Sandbox, staging: Path, originals: dict[str, str]) -> Collected:
+    """Collect /out and the world's changes into `staging`, in one thread. Cancelled, it waits
+    for that thread to stop (at its next file or chunk), so that nothing writes into `staging`
+    once this returns."""
+    files = sandbox.blocking_files() or LoopFiles(sandbox, asyncio.get_running_loop())
+    stop = threading.Event()
+    work = asyncio.ensure_future(
+        asyncio.to_thread(collect_blocking, files, staging, originals, stop)
+    )
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        stop.set()
+        with contextlib.suppress(Exception):
+            await work
+        raise
+
+
+def collect_blocking(
+    files: BlockingFiles, staging: Path, originals: dict[str, str], stop: threading.Event
+) -> Collected:
+    collected = Collected()
+    out = staging / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    _collect_out(files, out, collected, stop)
+    _collect_world(files, staging, originals, collected, stop)
+    collected.has_answer = _has_answer(out)
+    collected.usage = _read_usage(out / "usage.json", collected.notes)
+    return collected
+
+
+def _collect_out(
+    files: BlockingFiles, out_dir: Path, collected: Collected, stop: threading.Event
+) -> None:
+    total, count = 0, 0
+    for info in _list(files, "/out", collected):
+        relative = _regular_file(info, "/out", collected)
+        if relative is None:
+            continue
+        if count >= MAX_OUT_FILES or total + info.size > MAX_OUT_BYTES:
+            collected.notes.append(f"skipped /out/{info.path}: output limit reached")
+            continue
+        _stream(files, f"/out/{info.path}", out_dir / relative, info.size, stop)
+        total, count = total + info.size, count + 1
+
+
+def _collect_world(
+    files: BlockingFiles,
+    staging: Path,
+    originals: dict[str, str],
+    collected: Collected,
+    stop: threading.Event,
+) -> None:
+    """Keep the files whose content differs from the pristine world (new ones included)."""
+    changes = staging / "world_changes"
+    present: set[str] = set()
+    for info in _list(files, "/world", collected):
+        relative = _regular_file(info, "/world", collected)
+        if relative is None:
+            continue
+        present.add(info.path)
+        source = f"/world/{info.path}"
+        original = originals.get(info.path)
+        if original is not None and _sha256(files, source, info.size, stop) == original:
+            continue  # unchanged: read, never written
+        _stream(files, source, changes / relative, info.size, stop)
+    deleted = sorted(set(originals) - present)
+    (staging / "world_deleted.json").write_text(json.dumps(deleted))
+
+
+def _stream(files: BlockingFiles, source: str, dest: Path, size: int, stop: threading.Event) -> str:
     """Copy one sandbox file to `dest`; returns its sha256. A file listed as small is read in one
-    call and written with one thread hop, larger ones (or one that grew since) chunk by chunk:
-    file I/O never blocks the worker's event loop and a file is never held whole in memory beyond
-    SMALL_FILE_BYTES."""
-    data = await _read_small(sandbox, source, size)
+    call and written in one write, larger ones (or one that grew since) chunk by chunk: a file is
+    never held whole in memory beyond SMALL_FILE_BYTES."""
+    data = _read_small(files, source, size, stop)
     if data is not None:
-        await asyncio.to_thread(_write_all, dest, [data])
+        _write_all(dest, [data])
         return hashlib.sha256(data).hexdigest()
     digest = hashlib.sha256()
     buffered: list[bytes] = []
     size = 0
     handle: BinaryIO | None = None
     try:
-        async for chunk in sandbox.iter_file(source):
+        for chunk in _chunks(files, source, stop):
             digest.update(chunk)
             if handle is None and size + len(chunk) <= SMALL_FILE_BYTES:
                 buffered.append(chunk)
                 size += len(chunk)
                 continue
             if handle is None:
-                handle = await asyncio.to_thread(_open_with, dest, buffered)
-            await asyncio.to_thread(handle.write, chunk)
+                handle = _open_with(dest, buffered)
+            handle.write(chunk)
         if handle is None:
-            await asyncio.to_thread(_write_all, dest, buffered)
+            _write_all(dest, buffered)
     finally:
         if handle is not None:
-            await asyncio.to_thread(handle.close)
+            handle.close()
     return digest.hexdigest()
 
 
-async def _sha256(sandbox: Sandbox, source: str, size: int) -> str:
-    data = await _read_small(sandbox, source, size)
+def _sha256(files: BlockingFiles, source: str, size: int, stop: threading.Event) -> str:
+    data = _read_small(files, source, size, stop)
     if data is not None:
         return hashlib.sha256(data).hexdigest()
     digest = hashlib.sha256()
-    async for chunk in sandbox.iter_file(source):
+    for chunk in _chunks(files, source, stop):
         digest.update(chunk)
     return digest.hexdigest()
 
 
-async def _read_small(sandbox: Sandbox, source: str, size: int) -> bytes | None:
+def _chunks(files: BlockingFiles, source: str, stop: threading.Event) -> Iterator[bytes]:
+    chunks = files.iter_file(source, CHUNK_BYTES)
+    try:
+        for chunk in chunks:
+            if stop.is_set():
+                raise Stopped
+            yield chunk
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+
+
+def _read_small(
+    files: BlockingFiles, source: str, size: int, stop: threading.Event
+) -> bytes | None:
     """The file in one read if it was listed as small and still is; None means "stream it" (the
     streaming read then reports whatever is wrong with the file)."""
+    if stop.is_set():
+        raise Stopped
     if size > SMALL_FILE_BYTES:
         return None
     try:
-        return await sandbox.read_file(source, SMALL_FILE_BYTES)
+        return files.read_file(source, SMALL_FILE_BYTES)
     except SandboxFileError:
         return None
 
@@ -104,63 +239,23 @@ def _write_all(dest: Path, chunks: list[bytes]) -> None:
         pass
 
 
-async def collect_outputs(sandbox: Sandbox, staging: Path, originals: dict[str, str]) -> Collected:
-    collected = Collected()
-    await _collect_out(sandbox, staging / "out", collected)
-    await _collect_world(sandbox, staging, originals, collected)
-    out = staging / "out"
-    collected.has_answer = await asyncio.to_thread(_has_answer, out)
-    collected.usage = await asyncio.to_thread(_read_usage, out / "usage.json", collected.notes)
-    return collected
-
-
 def _has_answer(out: Path) -> bool:
     return any((out / name).is_file() and (out / name).stat().st_size > 0 for name in ANSWER_FILES)
 
 
-async def _collect_out(sandbox: Sandbox, out_dir: Path, collected: Collected) -> None:
-    await asyncio.to_thread(out_dir.mkdir, parents=True, exist_ok=True)
-    total, count = 0, 0
-    for info in await _list(sandbox, "/out", collected):
-        relative = _regular_file(info, "/out", collected)
-        if relative is None:
-            continue
-        if count >= MAX_OUT_FILES or total + info.size > MAX_OUT_BYTES:
-            collected.notes.append(f"skipped /out/{info.path}: output limit reached")
-            continue
-        await _stream(sandbox, f"/out/{info.path}", out_dir / relative, info.size)
-        total, count = total + info.size, count + 1
-
-
-async def _collect_world(
-    sandbox: Sandbox,
-    staging: Path,
-    originals: dict[str, str],
-    collected: Collected,
-) -> None:
-    """Keep the files whose content differs from the pristine world (new ones included)."""
-    changes = staging / "world_changes"
-    present: set[str] = set()
-    for info in await _list(sandbox, "/world", collected):
-        relative = _regular_file(info, "/world", collected)
-        if relative is None:
-            continue
-        present.add(info.path)
-        source = f"/world/{info.path}"
-        original = originals.get(info.path)
-        if original is not None and await _sha256(sandbox, source, info.size) == original:
-            continue  # unchanged: read, never written
-        await _stream(sandbox, source, changes / relative, info.size)
-    deleted = sorted(set(originals) - present)
-    await asyncio.to_thread((staging / "world_deleted.json").write_text, json.dumps(deleted))
-
-
-async def _list(sandbox: Sandbox, root: str, collected: Collected) -> list[FileInfo]:
+def _list(files: BlockingFiles, root: str, collected: Collected) -> list[FileInfo]:
     try:
-        return await sandbox.list_files(root)
+        return files.list_files(root)
     except SandboxError as error:
         collected.notes.append(f"could not list {root}: {error}")
         return []
+
+
+def _safe_relative(path: str) -> Path | None:
+    parts = PurePosixPath(path).parts
+    if not parts or PurePosixPath(path).is_absolute() or ".." in parts:
+        return None
+    return Path(*parts)
 
 
 def _regular_file(info: FileInfo, root: str, collected: Collected) -> Path | None:

@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Collection, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Protocol
 
 
 class SandboxError(Exception):
@@ -163,10 +164,24 @@ class RunSandbox:
     run: str
 
 
+class BlockingFiles(Protocol):
+    """A sandbox's files read by plain blocking calls (a folder on this host), for work that runs
+    in a thread of its own: the same meaning and errors as Sandbox's methods of these names."""
+
+    def read_file(self, path: str, max_bytes: int) -> bytes: ...
+    def iter_file(self, path: str, chunk_size: int) -> Iterator[bytes]: ...
+    def list_files(self, root: str) -> list[FileInfo]: ...
+
+
 class Sandbox(abc.ABC):
     """A handle on one created sandbox. Safe to re-obtain with `SandboxProvider.attach(id)`."""
 
     id: str
+
+    def blocking_files(self) -> BlockingFiles | None:
+        """Its files by blocking calls when they are on this host (the collector then reads them
+        all in one thread, docs/engine.md "Collect"); None: only through the async methods."""
+        return None
 
     @abc.abstractmethod
     async def start(self, command: str, env: dict[str, str] | None = None) -> None:

@@ -3,14 +3,18 @@ large ones chunk by chunk), and of the world only what changed."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
+
+import pytest
 
 from workflows.catalog.hashing import tree_hashes
 from workflows.engine.collect import SMALL_FILE_BYTES, collect_outputs
 from workflows.providers.base import SandboxSpec
-from workflows.providers.process import ProcessProvider
+from workflows.providers.process import ProcessProvider, ProcessSandbox
 
 
 async def test_out_is_copied_whole_and_only_world_changes_are_kept(tmp_path: Path) -> None:
@@ -47,3 +51,77 @@ async def test_out_is_copied_whole_and_only_world_changes_are_kept(tmp_path: Pat
     assert json.loads((staging / "world_deleted.json").read_text()) == ["docs/removed.md"]
     assert collected.has_answer
     assert collected.usage.cost_usd == 0.5
+
+
+async def a_sandbox_with_outputs(tmp_path: Path) -> tuple[ProcessSandbox, dict[str, str]]:
+    world = tmp_path / "world"
+    world.mkdir()
+    (world / "kept.md").write_text("pristine\n")
+    (tmp_path / "repo").mkdir()
+    provider = ProcessProvider(tmp_path / "sandboxes", tmp_path / "images", allowed=True)
+    spec = SandboxSpec(
+        run_id="e/c/a/1", image=str(tmp_path / "repo"), world_dir=world, case_files={}
+    )
+    sandbox = await provider.create(spec)
+    await sandbox.write_file("/out/answer.md", b"42\n")
+    await sandbox.write_file("/out/transcript.jsonl", os.urandom(SMALL_FILE_BYTES * 3))
+    await sandbox.write_file("/world/kept.md", b"changed\n")
+    return sandbox, tree_hashes(world)
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+async def test_a_sandbox_without_host_files_is_collected_the_same_through_the_loop(
+    tmp_path: Path,
+) -> None:
+    """Modal's sandboxes have no blocking file access: the collector's thread calls their async
+    methods on the loop (LoopFiles) and must store exactly what the host path stores."""
+    sandbox, originals = await a_sandbox_with_outputs(tmp_path)
+    assert sandbox.blocking_files() is not None
+    direct = await collect_outputs(sandbox, tmp_path / "direct", originals)
+    sandbox.blocking_files = lambda: None  # type: ignore[method-assign]
+    bridged = await collect_outputs(sandbox, tmp_path / "bridged", originals)
+    assert tree(tmp_path / "bridged") == tree(tmp_path / "direct")
+    assert sorted(tree(tmp_path / "direct")) == [
+        "out/answer.md",
+        "out/transcript.jsonl",
+        "world_changes/kept.md",
+        "world_deleted.json",
+    ]
+    assert (bridged.has_answer, bridged.notes) == (direct.has_answer, direct.notes) == (True, [])
+
+
+async def test_a_cancelled_collect_writes_nothing_after_it_returns(tmp_path: Path) -> None:
+    """The collection runs in a thread that asyncio cannot cancel: cancelling the collect must
+    stop that thread before the cancellation returns, or a retry's fresh staging folder would
+    get this attempt's files."""
+    sandbox, originals = await a_sandbox_with_outputs(tmp_path)
+    chunks_read = 0
+    streaming = asyncio.Event()
+    original_iter = sandbox.iter_file
+
+    async def slow_iter(path: str, chunk_size: int = 1 << 16) -> AsyncIterator[bytes]:
+        nonlocal chunks_read
+        async for chunk in original_iter(path, chunk_size):
+            chunks_read += 1
+            if chunks_read == 20:  # of the transcript's 48
+                streaming.set()
+            await asyncio.sleep(0.01)
+            yield chunk
+
+    sandbox.blocking_files = lambda: None  # type: ignore[method-assign]
+    sandbox.iter_file = slow_iter  # type: ignore[method-assign]
+    staging = tmp_path / "staging"
+    collecting = asyncio.create_task(collect_outputs(sandbox, staging, originals))
+    await streaming.wait()
+    collecting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await collecting
+    written = tree(staging)
+    read_then = chunks_read
+    await asyncio.sleep(0.3)
+    assert tree(staging) == written
+    assert chunks_read == read_then
+    assert "world_deleted.json" not in written  # it stopped before the world

@@ -6,7 +6,7 @@ import asyncio
 import functools
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,9 @@ class FolderSandbox(Sandbox):
     async def list_files(self, root: str) -> list[FileInfo]:
         return await asyncio.to_thread(sandbox_files.list_tree, self.target(root))
 
+    def blocking_files(self) -> HostFiles:
+        return HostFiles(self)
+
     # -- runner bookkeeping ---------------------------------------------------------------------
 
     def state(self) -> dict[str, Any] | None:
@@ -108,6 +111,23 @@ class FolderSandbox(Sandbox):
         if not is_alive(runner["pid"], runner["start_time"]) and self.state() is None:
             raise SandboxError(f"the runner of sandbox {self.id} exited without writing its state")
         return True
+
+
+class HostFiles:
+    """A folder sandbox's files by blocking calls (Sandbox.blocking_files): what its async
+    methods do in a thread each, here in the caller's thread."""
+
+    def __init__(self, sandbox: FolderSandbox) -> None:
+        self.sandbox = sandbox
+
+    def read_file(self, path: str, max_bytes: int) -> bytes:
+        return sandbox_files.read_bytes(self.sandbox.target(path), max_bytes)
+
+    def iter_file(self, path: str, chunk_size: int) -> Iterator[bytes]:
+        return sandbox_files.iter_chunks(self.sandbox.target(path), chunk_size)
+
+    def list_files(self, root: str) -> list[FileInfo]:
+        return sandbox_files.list_tree(self.sandbox.target(root))
 
 
 def read_state(out_dir: Path) -> dict[str, Any] | None:
