@@ -2,9 +2,10 @@
 
 100 cases × 4 arms × 5 trials = 2,000 cells on evalbot (`process` and the isolated `local` provider,
 each through benchmarks/orchestration.py: a real Temporal dev server, one worker, 128 cells in
-flight; and `process` again with a worker process per core) and 100 samples × 20 epochs = 2,000 samples on Inspect AI (`sandbox="local"`,
-`mockllm/model`, `max_samples=128`, a solver running the trivial agent's command in the sample's
-sandbox, then reading the answer it wrote, scored with `includes()`). Inspect's Docker sandbox runs
+flight; and `process` again with a worker process per core) and 100 samples × 20 epochs = 2,000
+samples on Inspect AI (`sandbox="local"`, `mockllm/model`, `max_samples=128`, a solver running the
+trivial agent's command in the sample's sandbox, then reading the answer it wrote, scored with
+`includes()`). Inspect's Docker sandbox runs
 only where Docker answers (`docker info`); otherwise one line says it was skipped.
 
 Inspect is a benchmark dependency (the `bench` extra: `pip install -e '.[bench]'`), never imported
@@ -12,7 +13,13 @@ by the product. Every row carries the load average before and after it: these ma
 so only the ratios within one run mean anything. Usage:
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/peers.py [--cases 100 --trials 5] [--only NAME ...]
-        [--write]   # the `peers` section of benchmarks/RESULTS.md
+        [--tmpdir DIR]  # TMPDIR of every row (default: the system's)
+        [--write [--section peers]]   # the `peers` section of benchmarks/RESULTS.md
+
+Every row keeps its sandboxes, store and dev server under the temporary folder, which the header
+names with its file system type: on a file system without a journal (the root file system of the
+VMs this was measured on), ext4 skips recently deleted inodes when it allocates one, and a run that
+creates and removes many small files pays for it (docs/sandbox.md, "Start-up cost").
 """
 
 from __future__ import annotations
@@ -139,6 +146,18 @@ def inspect_child(sandbox: str, cases: int, epochs: int) -> None:
           f"accuracy {accuracy:.2f}")  # fmt: skip
 
 
+def file_system(path: str) -> str:
+    """The type of the file system holding `path` (/proc/mounts, the longest mount point)."""
+    best, kind = "", "unknown"
+    with open("/proc/mounts") as mounts:
+        for line in mounts:
+            _, point, fstype, *_ = line.split()
+            inside = path == point or path.startswith(point.rstrip("/") + "/")
+            if inside and len(point) >= len(best):
+                best, kind = point, fstype
+    return kind
+
+
 def docker_usable() -> bool:
     """A docker client and a daemon answering it."""
     if shutil.which("docker") is None:
@@ -206,9 +225,13 @@ def report(header: str, rows: list[Row], notes: list[str]) -> str:
 def main(options: argparse.Namespace) -> None:
     wanted = set(options.only or CHOICES)
     epochs = ARMS * options.trials
+    if options.tmpdir:  # every row's children inherit it: both tools' sandboxes live there
+        os.environ["TMPDIR"] = options.tmpdir
+    scratch = tempfile.gettempdir()
     header = (
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; commit {commit()}; "
-        f"{options.cases} cases × {ARMS} arms × {options.trials} trials"
+        f"{options.cases} cases × {ARMS} arms × {options.trials} trials; "
+        f"temporary folder {scratch} ({file_system(scratch)})"
     )
     print(header, flush=True)
     notes: list[str] = []
@@ -229,7 +252,7 @@ def main(options: argparse.Namespace) -> None:
     text = report(header, rows, notes)
     print(text)
     if options.write:
-        write_section("peers", f"{DESCRIPTION}\n\n{text}")
+        write_section(options.section, f"{DESCRIPTION}\n\n{text}")
 
 
 DESCRIPTION = """\
@@ -252,5 +275,9 @@ if __name__ == "__main__":
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--trials", type=int, default=5, help="per arm; Inspect: 4 × this epochs")
     parser.add_argument("--only", nargs="*", choices=CHOICES)
+    parser.add_argument(
+        "--tmpdir", help="TMPDIR of every row: where both tools' sandboxes and state live"
+    )
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    parser.add_argument("--section", default="peers", help="the RESULTS.md section --write sets")
     main(parser.parse_args())
