@@ -115,7 +115,10 @@ async def test_a_cancelled_collect_writes_nothing_after_it_returns(tmp_path: Pat
     sandbox.iter_file = slow_iter  # type: ignore[method-assign]
     staging = tmp_path / "staging"
     collecting = asyncio.create_task(collect_outputs(sandbox, staging, originals))
-    await streaming.wait()
+    waiting = asyncio.create_task(streaming.wait())
+    await asyncio.wait({waiting, collecting}, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+    waiting.cancel()
+    assert streaming.is_set(), "the collect never streamed the transcript"
     collecting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await collecting

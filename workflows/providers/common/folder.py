@@ -6,7 +6,7 @@ import asyncio
 import functools
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ class FolderSandbox(Sandbox):
         return sandbox_files.HostPath(path, self.roots)
 
     async def read_file(self, path: str, max_bytes: int = 1 << 20) -> bytes:
-        return await asyncio.to_thread(sandbox_files.read_bytes, self.target(path), max_bytes)
+        return await asyncio.to_thread(self.host_files.read_file, path, max_bytes)
 
     async def write_file(self, path: str, data: bytes) -> None:
         target = self.target(path)
@@ -52,7 +52,7 @@ class FolderSandbox(Sandbox):
         await asyncio.to_thread(sandbox_files.write_bytes, target, data, owner)
 
     async def iter_file(self, path: str, chunk_size: int = 1 << 16) -> AsyncIterator[bytes]:
-        chunks = sandbox_files.iter_chunks(self.target(path), chunk_size)
+        chunks = self.host_files.iter_file(path, chunk_size)
         try:
             while chunk := await asyncio.to_thread(next, chunks, b""):
                 yield chunk
@@ -60,10 +60,14 @@ class FolderSandbox(Sandbox):
             await asyncio.to_thread(chunks.close)
 
     async def list_files(self, root: str) -> list[FileInfo]:
-        return await asyncio.to_thread(sandbox_files.list_tree, self.target(root))
+        return await asyncio.to_thread(self.host_files.list_files, root)
+
+    @functools.cached_property
+    def host_files(self) -> HostFiles:
+        return HostFiles(self)
 
     def blocking_files(self) -> HostFiles:
-        return HostFiles(self)
+        return self.host_files
 
     # -- runner bookkeeping ---------------------------------------------------------------------
 
@@ -123,7 +127,7 @@ class HostFiles:
     def read_file(self, path: str, max_bytes: int) -> bytes:
         return sandbox_files.read_bytes(self.sandbox.target(path), max_bytes)
 
-    def iter_file(self, path: str, chunk_size: int) -> Iterator[bytes]:
+    def iter_file(self, path: str, chunk_size: int) -> Generator[bytes, None, None]:
         return sandbox_files.iter_chunks(self.sandbox.target(path), chunk_size)
 
     def list_files(self, root: str) -> list[FileInfo]:
