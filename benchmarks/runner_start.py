@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,9 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_figures import commit
+from alternated import Timings, median_table
 from results_file import write_section
-from stage_table import load, machine
 
 from workflows.providers.common import RUNNER
 from workflows.providers.local.compiled_runner import compiled_runner
@@ -50,11 +48,11 @@ def one_start(runner: Path, folder: Path) -> tuple[float, float]:
     return wall, cpu
 
 
-def measure(starts: int, scratch: Path) -> dict[str, tuple[list[float], list[float]]]:
+def measure(starts: int, scratch: Path) -> Timings:
     runners = {"source": RUNNER, "compiled": compiled_runner(scratch / "compiled", SANDBOX_PYTHON)}
     if runners["compiled"] == RUNNER:
         raise SystemExit("the runner could not be compiled (see the warning above)")
-    timings: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in runners}
+    timings: Timings = {name: ([], []) for name in runners}
     for index in range(starts):
         for name, runner in runners.items():
             wall, cpu = one_start(runner, scratch / f"{name}-{index}")
@@ -63,32 +61,14 @@ def measure(starts: int, scratch: Path) -> dict[str, tuple[list[float], list[flo
     return timings
 
 
-def report(timings: dict[str, tuple[list[float], list[float]]], starts: int) -> list[str]:
-    lines = [
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · {machine()} · commit {commit()} "
-        f"· {load()} · {starts} starts each, alternating",
-        "",
-        "| runner | median wall per start | median CPU per start |",
-        "|---|---:|---:|",
-    ]
-    medians = {}
-    for name, (walls, cpus) in timings.items():
-        wall_ms, cpu_ms = 1000 * statistics.median(walls), 1000 * statistics.median(cpus)
-        medians[name] = wall_ms, cpu_ms
-        lines.append(f"| {name} | {wall_ms:.1f} ms | {cpu_ms:.1f} ms |")
-    wall_ratio = medians["compiled"][0] / medians["source"][0]
-    cpu_ratio = medians["compiled"][1] / medians["source"][1]
-    lines += ["", f"compiled ÷ source: wall {wall_ratio:.2f}, CPU {cpu_ratio:.2f}."]
-    return lines
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--starts", type=int, default=60, help="starts of each runner")
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="runner-start-") as scratch:
-        lines = report(measure(args.starts, Path(scratch)), args.starts)
+        timings = measure(args.starts, Path(scratch))
+        lines = median_table("runner", "start", timings, args.starts, decimals=1)
     print("\n".join(lines))
     if args.write:
         write_section("runner-start", "\n".join(lines))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,9 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_figures import commit
+from alternated import Timings, median_table
 from results_file import write_section
-from stage_table import load, machine
 from trivial_matter import write_catalog
 
 import workflows.engine.worker  # noqa: F401  (a worker-sized process: what cp's fork copied)
@@ -51,11 +49,11 @@ def cpu_seconds() -> float:
     return mine.ru_utime + mine.ru_stime + children.ru_utime + children.ru_stime
 
 
-def measure(copies: int, scratch: Path) -> dict[str, tuple[list[float], list[float]]]:
+def measure(copies: int, scratch: Path) -> Timings:
     write_catalog(scratch / "catalog", cases=1)
     world = scratch / "catalog" / "worlds" / "bench"
     sides: dict[str, Copy] = {"cp -a --reflink=auto": with_cp, "in-process": in_process}
-    timings: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in sides}
+    timings: Timings = {name: ([], []) for name in sides}
     for index in range(copies):
         for number, (name, copy) in enumerate(sides.items()):
             dest = scratch / f"copy-{number}-{index}"
@@ -69,31 +67,14 @@ def measure(copies: int, scratch: Path) -> dict[str, tuple[list[float], list[flo
     return timings
 
 
-def report(timings: dict[str, tuple[list[float], list[float]]], copies: int) -> list[str]:
-    lines = [
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · {machine()} · commit {commit()} "
-        f"· {load()} · {copies} copies each, alternating",
-        "",
-        "| world copy | median wall per copy | median CPU per copy |",
-        "|---|---:|---:|",
-    ]
-    medians = []
-    for name, (walls, cpus) in timings.items():
-        wall_ms, cpu_ms = 1000 * statistics.median(walls), 1000 * statistics.median(cpus)
-        medians.append((wall_ms, cpu_ms))
-        lines.append(f"| {name} | {wall_ms:.2f} ms | {cpu_ms:.2f} ms |")
-    (cp_wall, cp_cpu), (own_wall, own_cpu) = medians
-    lines += ["", f"in-process ÷ cp: wall {own_wall / cp_wall:.2f}, CPU {own_cpu / cp_cpu:.2f}."]
-    return lines
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--copies", type=int, default=300, help="copies of each kind")
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="world-copy-") as scratch:
-        lines = report(measure(args.copies, Path(scratch)), args.copies)
+        timings = measure(args.copies, Path(scratch))
+    lines = median_table("world copy", "copy", timings, args.copies, decimals=2)
     print("\n".join(lines))
     if args.write:
         write_section("world-copy", "\n".join(lines))

@@ -1,0 +1,36 @@
+"""Two ways of doing one thing, tried alternately so that both see the same load: the table of
+median wall and CPU time per try of each, and the second ÷ the first (runner_start.py,
+world_copy.py)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from bench_figures import commit
+from stage_table import load, machine
+
+Timings = dict[str, tuple[list[float], list[float]]]  # name -> (wall seconds, CPU seconds)
+
+
+def median_table(what: str, per: str, timings: Timings, tries: int, decimals: int) -> list[str]:
+    """`what`: the first column's title; `per`: one try, in words ("start", "copy")."""
+    lines = [
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · {machine()} · commit {commit()} "
+        f"· {load()} · {tries} tries of each, alternating",
+        "",
+        f"| {what} | median wall per {per} | median CPU per {per} |",
+        "|---|---:|---:|",
+    ]
+    medians = []
+    for name, (walls, cpus) in timings.items():
+        wall_ms, cpu_ms = 1000 * statistics.median(walls), 1000 * statistics.median(cpus)
+        medians.append((name, wall_ms, cpu_ms))
+        lines.append(f"| {name} | {wall_ms:.{decimals}f} ms | {cpu_ms:.{decimals}f} ms |")
+    (first, first_wall, first_cpu), (second, second_wall, second_cpu) = medians
+    lines += [
+        "",
+        f"{second} ÷ {first}: wall {second_wall / first_wall:.2f}, "
+        f"CPU {second_cpu / first_cpu:.2f}.",
+    ]
+    return lines
