@@ -89,12 +89,13 @@ def orchestration(tree: Path, side: str, extra: list[str]) -> Run:
 
 
 def section(runs: list[Run], before: str, extra: list[str], name: str = SECTION) -> str:
+    # medians of the figures as the rows print them, so that the summary is derived from the rows
     medians = {
-        side: statistics.median(r.wall_s for r in runs if r.side == side)
+        side: statistics.median(round(r.wall_s, 1) for r in runs if r.side == side)
         for side in ("before", "after")
     }
     cpu = {
-        side: statistics.median(r.cpu_ms_per_cell for r in runs if r.side == side)
+        side: statistics.median(round(r.cpu_ms_per_cell, 1) for r in runs if r.side == side)
         for side in ("before", "after")
     }
     machine = f"{platform.machine()}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.1f}"

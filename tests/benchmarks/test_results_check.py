@@ -170,3 +170,23 @@ def test_the_machine_cpu_summary_is_rederived(checker: ModuleType, document: str
     edited = document + "\n" + results_file.render("before-after-local", edited_rows) + "\n"
     problems = checker.check(edited)
     assert len(problems) == 1 and "before 87.0 ms, after 71.0 ms" in problems[0]
+
+
+def test_the_summary_is_derived_from_the_rows_as_printed(
+    checker: ModuleType, document: str
+) -> None:
+    """A median of unrounded figures can round differently from the median of the rows printed
+    (56.205 and 67.5 print as 56.2 and 67.5, whose median is 61.85, not 61.8525): the summary
+    must be the rows' own, as the checker recomputes it (a written section once failed so)."""
+    import before_after
+    import results_file
+
+    runs = [
+        before_after.Run("before", "aaaaaaa", 73.0, 6.3, 2000, 56.205),
+        before_after.Run("after", "bbbbbbb", 74.5, 6.3, 2000, 58.48),
+        before_after.Run("after", "bbbbbbb", 78.7, 6.3, 2000, 61.905),
+        before_after.Run("before", "aaaaaaa", 85.0, 6.3, 2000, 67.5),
+    ]
+    text = before_after.section(runs, "aaaaaaa", [], "before-after-process-io")
+    written = document + "\n" + results_file.render("before-after-process-io", text) + "\n"
+    assert checker.check(written) == []
