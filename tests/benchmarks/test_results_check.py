@@ -175,17 +175,18 @@ def test_the_machine_cpu_summary_is_rederived(checker: ModuleType, document: str
 def test_the_summary_is_derived_from_the_rows_as_printed(
     checker: ModuleType, document: str
 ) -> None:
-    """A median of unrounded figures can round differently from the median of the rows printed
-    (56.205 and 67.5 print as 56.2 and 67.5, whose median is 61.85, not 61.8525): the summary
-    must be the rows' own, as the checker recomputes it (a written section once failed so)."""
+    """A median of unrounded figures can round differently from the median of the rows printed:
+    56.205 and 67.48 print as 56.2 and 67.5, whose median prints as 61.9, while theirs prints
+    as 61.8. The summary must be the rows' own, as the checker recomputes it (the figures of a
+    written section that failed so)."""
     import before_after
     import results_file
 
     runs = [
-        before_after.Run("before", "aaaaaaa", 73.0, 6.3, 2000, 56.205),
+        before_after.Run("before", "aaaaaaa", 73.0, 6.3, 2000, 56.20499999999993),
         before_after.Run("after", "bbbbbbb", 74.5, 6.3, 2000, 58.48),
         before_after.Run("after", "bbbbbbb", 78.7, 6.3, 2000, 61.905),
-        before_after.Run("before", "aaaaaaa", 85.0, 6.3, 2000, 67.5),
+        before_after.Run("before", "aaaaaaa", 85.0, 6.3, 2000, 67.48000000000046),
     ]
     text = before_after.section(runs, "aaaaaaa", [], "before-after-process-io")
     written = document + "\n" + results_file.render("before-after-process-io", text) + "\n"
