@@ -5,8 +5,8 @@ each through benchmarks/orchestration.py: a real Temporal dev server, one worker
 flight; and `process` again with a worker process per core) and 100 samples × 20 epochs = 2,000
 samples on Inspect AI (`sandbox="local"`, `mockllm/model`, `max_samples=128`, a solver running the
 trivial agent's command in the sample's sandbox, then reading the answer it wrote, scored with
-`includes()`). Inspect's Docker sandbox runs
-only where Docker answers (`docker info`); otherwise one line says it was skipped.
+`includes()`). Inspect's Docker sandbox runs only where Docker answers (`docker info`); otherwise
+one line says it was skipped.
 
 Inspect is a benchmark dependency (the `bench` extra: `pip install -e '.[bench]'`), never imported
 by the product. Every row carries the load average before and after it: these machines are shared,
@@ -236,8 +236,11 @@ def main(options: argparse.Namespace) -> None:
     print(header, flush=True)
     notes: list[str] = []
     rows: list[Row] = []
-    runs = {"process": ("process", 1), "local": ("local", 1)}
-    runs["process-per-core"] = ("process", os.cpu_count() or 1)
+    runs = {  # choice: provider, worker processes
+        "process": ("process", 1),
+        "local": ("local", 1),
+        "process-per-core": ("process", os.cpu_count() or 1),
+    }
     for name, (provider, workers) in runs.items():
         if name in wanted:
             rows.append(evalbot_row(provider, options.cases, options.trials, workers))
