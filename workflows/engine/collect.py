@@ -15,6 +15,7 @@ worker the hand-offs between threads cost more CPU than the copying of small out
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import hashlib
 import json
@@ -22,7 +23,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from pydantic import ValidationError
 
@@ -57,17 +58,38 @@ class Stopped(Exception):
 
 
 class LoopFiles:
-    """A sandbox's async file methods, called from the collector's thread and run on the loop."""
+    """A sandbox's async file methods, called from the collector's thread and run on the loop.
+    Once `stop` is set it starts no call, and `cancel` cancels the one in flight: a cancelled
+    collect never waits on a remote call that hangs."""
 
-    def __init__(self, sandbox: Sandbox, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, sandbox: Sandbox, loop: asyncio.AbstractEventLoop, stop: threading.Event
+    ) -> None:
         self.sandbox = sandbox
         self.loop = loop
+        self.stop = stop
+        self._in_flight: concurrent.futures.Future[Any] | None = None
 
     def _run(self, awaitable: Awaitable[T]) -> T:
         async def wait() -> T:
             return await awaitable
 
-        return asyncio.run_coroutine_threadsafe(wait(), self.loop).result()
+        if self.stop.is_set():
+            close = getattr(awaitable, "close", None)  # never awaited: no warning about it
+            if close is not None:
+                close()
+            raise Stopped
+        future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(wait(), self.loop)
+        self._in_flight = future
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            raise Stopped from None
+
+    def cancel(self) -> None:
+        """From the loop: the call in flight ends now (the thread then sees `stop`)."""
+        if self._in_flight is not None:
+            self._in_flight.cancel()
 
     def read_file(self, path: str, max_bytes: int) -> bytes:
         return self._run(self.sandbox.read_file(path, max_bytes))
@@ -93,8 +115,8 @@ async def collect_outputs(sandbox: Sandbox, staging: Path, originals: dict[str, 
     """Collect /out and the world's changes into `staging`, in one thread. Cancelled, it waits
     for that thread to stop (at its next file or chunk), so that nothing writes into `staging`
     once this returns."""
-    files = sandbox.blocking_files() or LoopFiles(sandbox, asyncio.get_running_loop())
     stop = threading.Event()
+    files = sandbox.blocking_files() or LoopFiles(sandbox, asyncio.get_running_loop(), stop)
     work = asyncio.ensure_future(
         asyncio.to_thread(collect_blocking, files, staging, originals, stop)
     )
@@ -102,6 +124,8 @@ async def collect_outputs(sandbox: Sandbox, staging: Path, originals: dict[str, 
         return await asyncio.shield(work)
     except asyncio.CancelledError:
         stop.set()
+        if isinstance(files, LoopFiles):
+            files.cancel()
         with contextlib.suppress(Exception):
             await work
         raise

@@ -13,7 +13,7 @@ import pytest
 
 from workflows.catalog.hashing import tree_hashes
 from workflows.engine.collect import SMALL_FILE_BYTES, collect_outputs
-from workflows.providers.base import SandboxSpec
+from workflows.providers.base import FileInfo, SandboxSpec
 from workflows.providers.process import ProcessProvider, ProcessSandbox
 
 
@@ -128,3 +128,26 @@ async def test_a_cancelled_collect_writes_nothing_after_it_returns(tmp_path: Pat
     assert tree(staging) == written
     assert chunks_read == read_then
     assert "world_deleted.json" not in written  # it stopped before the world
+
+
+async def test_a_cancelled_collect_does_not_wait_on_a_remote_call_that_hangs(
+    tmp_path: Path,
+) -> None:
+    """Through the loop (Modal), the collector's thread waits on each call: a cancelled collect
+    cancels the call in flight instead of waiting for it, however long it would hang."""
+    sandbox, originals = await a_sandbox_with_outputs(tmp_path)
+    listing = asyncio.Event()
+
+    async def hanging_list(root: str) -> list[FileInfo]:
+        listing.set()
+        await asyncio.sleep(60)  # a broken build fails after 10 s and frees its thread here
+        return []
+
+    sandbox.blocking_files = lambda: None  # type: ignore[method-assign]
+    sandbox.list_files = hanging_list  # type: ignore[method-assign]
+    collecting = asyncio.create_task(collect_outputs(sandbox, tmp_path / "staging", originals))
+    await asyncio.wait_for(listing.wait(), 30)
+    collecting.cancel()
+    done, _ = await asyncio.wait({collecting}, timeout=10)
+    assert collecting in done, "the cancelled collect still waits on the hanging call"
+    assert collecting.cancelled()
