@@ -81,8 +81,17 @@ async def test_a_sandbox_without_host_files_is_collected_the_same_through_the_lo
     sandbox, originals = await a_sandbox_with_outputs(tmp_path)
     assert sandbox.blocking_files() is not None
     direct = await collect_outputs(sandbox, tmp_path / "direct", originals)
+    listed: list[str] = []
+    list_files = sandbox.list_files
+
+    async def counted_list(root: str) -> list[FileInfo]:
+        listed.append(root)
+        return await list_files(root)
+
     sandbox.blocking_files = lambda: None  # type: ignore[method-assign]
+    sandbox.list_files = counted_list  # type: ignore[method-assign]
     bridged = await collect_outputs(sandbox, tmp_path / "bridged", originals)
+    assert listed == ["/out", "/world"]  # through the async methods, on the loop
     assert tree(tmp_path / "bridged") == tree(tmp_path / "direct")
     assert sorted(tree(tmp_path / "direct")) == [
         "out/answer.md",
