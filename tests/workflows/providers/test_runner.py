@@ -98,6 +98,41 @@ def test_an_agent_that_closes_its_output_early_is_still_followed(tmp_path: Path)
     assert state["finished_at"] - state["started_at"] >= 0.3
 
 
+PRCTL_PROBE = """
+import ctypes, importlib.util, sys
+if sys.argv[2] == "without-call-function":
+    import _ctypes
+    del _ctypes.call_function  # a Python that lacks the private helper
+spec = importlib.util.spec_from_file_location("runner", sys.argv[1])
+runner = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(runner)
+assert runner.prctl(runner.PR_SET_DUMPABLE, 0)
+print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))  # PR_GET_DUMPABLE
+"""
+
+
+@pytest.mark.parametrize("python", [sys.executable, "/usr/bin/python3"])
+@pytest.mark.parametrize("way", ["with-call-function", "without-call-function"])
+def test_prctl_makes_the_runner_undumpable(python: str, way: str) -> None:
+    """The runner's prctl (through `_ctypes`, or `ctypes` where that is missing) takes effect in
+    the sandbox interpreter and the worker's; a no-op would leave the runner traceable."""
+    if not Path(python).exists():
+        pytest.skip(f"no {python} here")
+    done = subprocess.run(
+        [python, "-I", "-S", "-c", PRCTL_PROBE, str(RUNNER), way], capture_output=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"0\n"
+
+
+def test_a_runner_that_cannot_write_its_logs_says_so_and_exits_70(tmp_path: Path) -> None:
+    argv = [sys.executable, "-I", "-S", str(RUNNER), "--out", str(tmp_path / "gone")]
+    argv += ["--cwd", str(tmp_path), "--timeout", "5", "--log-limit", "100", "--", "true"]
+    done = subprocess.run(argv, capture_output=True, timeout=30)
+    assert done.returncode == 70
+    assert done.stderr.startswith(b"runner: ")
+
+
 @given(st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(),
