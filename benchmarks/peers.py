@@ -146,15 +146,20 @@ def inspect_child(sandbox: str, cases: int, epochs: int) -> None:
           f"accuracy {accuracy:.2f}")  # fmt: skip
 
 
-def file_system(path: str) -> str:
-    """The type of the file system holding `path` (/proc/mounts, the longest mount point)."""
-    best, kind = "", "unknown"
-    with open("/proc/mounts") as mounts:
-        for line in mounts:
-            _, point, fstype, *_ = line.split()
+def file_system(path: str, mounts: str = "/proc/mounts", journals: str = "/proc/fs/jbd2") -> str:
+    """The type of the file system holding `path` (the longest mount point), and for ext4 whether
+    it has a journal (jbd2 lists a journaled device as `<device>-<inode>`)."""
+    best, kind, device = "", "unknown", ""
+    with open(mounts) as table:
+        for line in table:
+            source, point, fstype, *_ = line.split()
             inside = path == point or path.startswith(point.rstrip("/") + "/")
             if inside and len(point) >= len(best):
-                best, kind = point, fstype
+                best, kind, device = point, fstype, os.path.basename(source)
+    if kind == "ext4":
+        listed = os.listdir(journals) if os.path.isdir(journals) else []
+        journaled = any(name.startswith(f"{device}-") for name in listed)
+        kind += ", journal" if journaled else ", no journal"
     return kind
 
 
