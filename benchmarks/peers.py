@@ -38,6 +38,8 @@ from pathlib import Path
 from results_file import write_section
 from stage_table import commit, load, machine
 
+from workflows.file_systems import file_system_of
+
 HERE = Path(__file__).resolve().parent
 ARMS = 4
 CHOICES = ["process", "local", "process-per-core", "inspect-local", "inspect-docker"]
@@ -146,23 +148,6 @@ def inspect_child(sandbox: str, cases: int, epochs: int) -> None:
           f"accuracy {accuracy:.2f}")  # fmt: skip
 
 
-def file_system(path: str, mounts: str = "/proc/mounts", journals: str = "/proc/fs/jbd2") -> str:
-    """The type of the file system holding `path` (the longest mount point), and for ext4 whether
-    it has a journal (jbd2 lists a journaled device as `<device>-<inode>`)."""
-    best, kind, device = "", "unknown", ""
-    with open(mounts) as table:
-        for line in table:
-            source, point, fstype, *_ = line.split()
-            inside = path == point or path.startswith(point.rstrip("/") + "/")
-            if inside and len(point) >= len(best):
-                best, kind, device = point, fstype, os.path.basename(source)
-    if kind == "ext4":
-        listed = os.listdir(journals) if os.path.isdir(journals) else []
-        journaled = any(name.startswith(f"{device}-") for name in listed)
-        kind += ", journal" if journaled else ", no journal"
-    return kind
-
-
 def docker_usable() -> bool:
     """A docker client and a daemon answering it."""
     if shutil.which("docker") is None:
@@ -236,7 +221,7 @@ def main(options: argparse.Namespace) -> None:
     header = (
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; commit {commit()}; "
         f"{options.cases} cases × {ARMS} arms × {options.trials} trials; "
-        f"temporary folder {scratch} ({file_system(scratch)})"
+        f"temporary folder {scratch} ({file_system_of(scratch).describe()})"
     )
     print(header, flush=True)
     notes: list[str] = []

@@ -1,7 +1,8 @@
 """`evalbot doctor`: is this machine ready to run experiments with the configured settings?
 
 One `Check` per concern, each with its fix: the sandbox (root, host tools, bubblewrap, user
-namespaces, cgroups and the resulting mode, seccomp), disk space in the data folder, Temporal,
+namespaces, cgroups and the resulting mode, seccomp), disk space in the data folder and its file
+system (a warning for ext4 without a journal), Temporal,
 the database, and — when configured — the GitHub App key and Vault. A check is `required` when the
 configured provider (or every experiment) cannot run without it; only a required check that fails
 makes the command exit non-zero (docs/cli.md).
@@ -15,6 +16,7 @@ import platform
 import shutil
 import socket
 import subprocess
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
@@ -22,6 +24,7 @@ from typing import Literal
 import httpx
 
 from workflows.engine.devserver import DevServerError, temporal_binary
+from workflows.file_systems import FileSystem, file_system_of
 from workflows.providers.local import (
     HOST_TOOLS,
     SANDBOX_PYTHON,
@@ -72,6 +75,7 @@ def run_checks(settings: Settings) -> list[Check]:
     checks = sandbox_checks(settings) if provider == "local" else [other_provider(settings)]
     checks += [
         disk_space(settings.data_dir),
+        data_file_system(settings.data_dir),
         temporal(settings),
         database(settings),
         github_app(settings),
@@ -232,10 +236,7 @@ def seccomp() -> Check:
 
 
 def disk_space(data_dir: Path) -> Check:
-    existing = data_dir.absolute()
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    free_mb = shutil.disk_usage(existing).free // MIB
+    free_mb = shutil.disk_usage(nearest_existing(data_dir)).free // MIB
     detail = f"{free_mb} MiB free for {data_dir.absolute()}"
     fix = "free space there, or point EVALBOT_DATA_DIR at a larger disk"
     if free_mb < DISK_FAIL_MB:
@@ -243,6 +244,31 @@ def disk_space(data_dir: Path) -> Check:
     if free_mb < DISK_WARN_MB:
         return Check("disk space", "warn", f"{detail} (images and sandboxes need more)", fix)
     return Check("disk space", "ok", detail)
+
+
+def data_file_system(data_dir: Path, probe: Callable[[str], FileSystem] = file_system_of) -> Check:
+    """ext4 without a journal makes every cell's small files slow to create (file_systems.py)."""
+    try:
+        found = probe(str(nearest_existing(data_dir)))
+    except OSError as error:
+        return Check("data file system", "skip", f"cannot read the mount table ({error.strerror})")
+    detail = f"{found.describe()} at {found.mount_point} holds {data_dir.absolute()}"
+    if found.slow_to_churn:
+        return Check(
+            "data file system",
+            "warn",
+            f"{detail}: without a journal, ext4 skips recently deleted inodes when it makes a "
+            "file, and every run makes and removes dozens (docs/sandbox.md)",
+            "point EVALBOT_DATA_DIR at a file system with a journal (most disks' default)",
+        )
+    return Check("data file system", "ok", detail)
+
+
+def nearest_existing(path: Path) -> Path:
+    existing = path.absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    return existing
 
 
 def temporal(settings: Settings) -> Check:

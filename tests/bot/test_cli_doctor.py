@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(
 
 NAMES = [
     "root", "host tools", "bubblewrap", "user namespaces", "cgroups", "seccomp", "disk space",
-    "temporal", "database", "github app key", "vault",
+    "data file system", "temporal", "database", "github app key", "vault",
 ]  # fmt: skip
 
 

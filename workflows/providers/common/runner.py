@@ -190,11 +190,12 @@ def prctl(option: int, value: int) -> bool:
     """prctl(2) through `_ctypes`, the C core of `ctypes`: importing `ctypes` itself (its
     classes, `struct`, `_endian`) cost about 2 ms of every runner's start."""
     try:
-        from _ctypes import call_function, dlopen, dlsym  # type: ignore[attr-defined]
+        from _ctypes import call_function, dlopen, dlsym
     except ImportError:  # a Python without these private helpers: the public way
         return _prctl_with_ctypes(option, value)
     try:
-        return int(call_function(dlsym(dlopen(None), "prctl"), (option, value, 0, 0, 0))) == 0
+        libc = dlopen(None)  # type: ignore[arg-type]  # NULL: the program and its libraries
+        return int(call_function(dlsym(libc, "prctl"), (option, value, 0, 0, 0))) == 0
     except (OSError, AttributeError):
         return False
 
@@ -598,7 +599,7 @@ def exit_now(code: int) -> None:
     """Exit without the interpreter's clean-up (freeing every module and object: about a
     quarter of a short runner's CPU); the logs are unbuffered, so only stdio needs a flush."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        try:  # noqa: SIM105 - contextlib would cost every runner its import
             stream.flush()
         except (OSError, ValueError):
             pass

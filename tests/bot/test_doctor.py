@@ -1,0 +1,44 @@
+"""Single doctor checks (bot/doctor.py) against file systems given to them; the whole command
+against this host is test_cli_doctor.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.doctor import data_file_system
+from workflows.file_systems import FileSystem
+
+
+@pytest.mark.parametrize(
+    ("found", "status"),
+    [
+        (FileSystem("ext4", "/", journal=False), "warn"),
+        (FileSystem("ext4", "/srv", journal=True), "ok"),
+        (FileSystem("tmpfs", "/dev/shm", journal=None), "ok"),
+        (FileSystem("xfs", "/data", journal=None), "ok"),
+    ],
+)
+def test_only_ext4_without_a_journal_is_a_warning(
+    tmp_path: Path, found: FileSystem, status: str
+) -> None:
+    asked: list[str] = []
+
+    def probe(path: str) -> FileSystem:
+        asked.append(path)
+        return found
+
+    check = data_file_system(tmp_path / "state" / "not-yet", probe)
+    assert asked == [str(tmp_path)]  # the nearest folder that exists
+    assert (check.status, check.required) == (status, False)
+    assert check.detail.startswith(f"{found.describe()} at {found.mount_point} holds ")
+    assert ("EVALBOT_DATA_DIR" in check.fix) == (status == "warn")
+
+
+def test_an_unreadable_mount_table_skips_the_check(tmp_path: Path) -> None:
+    def probe(path: str) -> FileSystem:
+        raise PermissionError(13, "Permission denied")
+
+    check = data_file_system(tmp_path, probe)
+    assert check.status == "skip" and "Permission denied" in check.detail
