@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS = "benchmarks/RESULTS.md"  # relative to ROOT: what the benchmarks write
 
 # The server's count -> the client's (AdmissionStats) count of the same events.
 AGREEING = {"created": "created", "refused": "rate_limited"}
@@ -51,9 +52,11 @@ def paired_ratios(slow: list[float], fast: list[float]) -> tuple[float, float, f
 
 
 def commit() -> str:
-    """The short commit of the working tree, `+dirty` if it has changes."""
+    """The short commit of the working tree, `+dirty` if it has changes other than to
+    benchmarks/RESULTS.md (which the benchmarks themselves write)."""
     sha = git("rev-parse", "--short", "HEAD") or "unknown"
-    return sha + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", f":!{RESULTS}")
+    return sha + ("+dirty" if changed else "")
 
 
 def git(*args: str) -> str:
