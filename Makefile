@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
-APT_PACKAGES := bubblewrap postgresql git util-linux chromium
+APT_PACKAGES := bubblewrap postgresql git util-linux chromium xfsprogs
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test bootstrap system-packages lint typecheck actionlint unit clean chaos results-check test-modal test-modal-live
@@ -25,6 +25,7 @@ system-packages:
 	command -v git >/dev/null || missing="$$missing git"; \
 	command -v setpriv >/dev/null || missing="$$missing util-linux"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v mkfs.xfs >/dev/null || missing="$$missing xfsprogs"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \

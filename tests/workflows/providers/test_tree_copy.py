@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -115,3 +118,44 @@ def test_bytes_are_copied_by_read_and_write_where_the_kernel_will_not(
     copy_tree(world, tmp_path / "copy")
     data = world / "documents" / "deep" / "data.bin"
     assert (tmp_path / "copy" / "documents" / "deep" / "data.bin").read_bytes() == data.read_bytes()
+
+
+@pytest.fixture
+def reflink_folder(tmp_path: Path) -> Iterator[Path]:
+    """A folder on a fresh XFS with reflink (a sparse image, loop-mounted), for the FICLONE path."""
+    if os.geteuid() != 0 or not shutil.which("mkfs.xfs"):
+        pytest.skip("needs root and xfsprogs (make bootstrap installs it)")
+    image, mountpoint = tmp_path / "xfs.img", tmp_path / "xfs"
+    with open(image, "wb") as handle:
+        handle.truncate(512 << 20)  # XFS wants at least 300 MB
+    subprocess.run(["mkfs.xfs", "-q", "-m", "reflink=1", str(image)], check=True)
+    mountpoint.mkdir()
+    mounted = subprocess.run(["mount", "-o", "loop", str(image), str(mountpoint)], check=False)
+    if mounted.returncode != 0:
+        pytest.skip("this kernel cannot mount XFS")
+    try:
+        yield mountpoint
+    finally:
+        subprocess.run(["umount", str(mountpoint)], check=True)
+
+
+def used_bytes(folder: Path) -> int:
+    os.sync()
+    stats = os.statvfs(folder)
+    return (stats.f_blocks - stats.f_bfree) * stats.f_frsize
+
+
+def test_on_a_reflink_file_system_the_copy_shares_the_blocks(reflink_folder: Path) -> None:
+    """64 MiB of world cost next to nothing to copy. Copied by reading and writing (a fallback
+    taken first, the kernel's copy skipped) they would use another 64 MiB. On XFS the kernel's
+    copy_file_range shares blocks too, so this does not tell FICLONE from it: a wrong FICLONE
+    number still passes here."""
+    world = reflink_folder / "world"
+    world.mkdir()
+    data = os.urandom(1 << 20) * 64
+    (world / "big.bin").write_bytes(data)
+    before = used_bytes(reflink_folder)
+    copy_tree(world, reflink_folder / "copy")
+    grown = used_bytes(reflink_folder) - before
+    assert grown < 4 << 20, f"the copy used {grown >> 20} MiB: blocks were not shared"
+    assert (reflink_folder / "copy" / "big.bin").read_bytes() == data
