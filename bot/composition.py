@@ -164,9 +164,15 @@ def temporal_runtime(metrics_address: str | None = None) -> Runtime:
 
 @contextlib.asynccontextmanager
 async def session(
-    settings: Settings, store: Store, *, run_workers: bool = True, roles: Sequence[str] = ROLES
+    settings: Settings,
+    store: Store,
+    *,
+    run_workers: bool = True,
+    roles: Sequence[str] = ROLES,
+    metrics: EngineMetrics | None = None,
 ) -> AsyncIterator[Session]:
-    """A Temporal session with this process's workers (embedded dev server when unconfigured).
+    """A Temporal session with this process's workers (embedded dev server when unconfigured),
+    counting into `metrics` (new ones when None).
     Their metrics are served at EVALBOT_METRICS_WORKER_ADDRESS and the SDK's at
     EVALBOT_METRICS_TEMPORAL_ADDRESS when set."""
     provider = create_provider(settings)
@@ -180,7 +186,7 @@ async def session(
         # what a worker killed mid-create or mid-collect left behind
         provider.reap_orphans()
         await asyncio.to_thread(blobs.reap_staging)
-    metrics = EngineMetrics()
+    metrics = metrics if metrics is not None else EngineMetrics()
     judge = build_judge(settings, store, on_call=metrics.judge_call)
     exported = settings.metrics.temporal_address if run_workers else None
     try:

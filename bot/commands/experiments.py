@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from bot.commands.errors import CommandError, command_errors
 from bot.commands.plan_flags import ExperimentFlags, experiment_options
 from bot.commands.run_budget import budget_labels, estimate_line
 from bot.doctor import sandbox_note
+from bot.extra_workers import WorkersError, extra_workers
 from bot.progress import ProgressDisplay
 from bot.render import render_markdown
 from workflows.catalog.catalog_errors import CatalogError, UnknownNameError
@@ -28,6 +30,7 @@ from workflows.catalog.loaders import load_dataset
 from workflows.catalog.models import ArmSpec, ExperimentSpec
 from workflows.engine import engine_client
 from workflows.engine.planning import plan_experiment
+from workflows.engine.telemetry import EngineMetrics
 from workflows.experiment_budget import BudgetExhausted, rerun_terms
 from workflows.outcomes import AGENT_FAILURES
 from workflows.records import RunResult
@@ -44,6 +47,14 @@ from workflows.store import Store
 @click.option("--max-parallel", type=click.IntRange(1, 1000), help="Runs in flight at once.")
 @click.option("--budget-usd", type=click.FloatRange(min=0), help="Stop starting cells once spent.")
 @click.option("--trigger", default="cli", show_default=True, help="'main' for a main evaluation.")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Worker processes on this machine, this one included (one per core is the most a "
+    "machine uses; docs/engine.md).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
 @command_errors
@@ -54,6 +65,7 @@ def run_command(
     max_parallel: int | None,
     budget_usd: float | None,
     trigger: str,
+    workers: int,
     as_json: bool,
 ) -> None:
     """Run DATASET for each arm and print the diff table (each arm against the first)."""
@@ -61,10 +73,16 @@ def run_command(
     store = composition.open_store(settings)
     labels = budget_labels(settings, store, flags.repo, budget_usd)
     spec = spec.model_copy(update={"labels": labels})
+    max_parallel = max_parallel or default_parallelism(settings, workers)
     if not as_json:
         parallel = max_parallel or settings.sandbox.resolved_experiment_parallelism
         click.echo(f"estimate: {estimate_line(store, spec, parallel)}", err=True)
-    report = asyncio.run(run_experiment(settings, store, spec, max_parallel, quiet=as_json))
+    try:
+        report = asyncio.run(
+            run_experiment(settings, store, spec, max_parallel, quiet=as_json, workers=workers)
+        )
+    except WorkersError as error:
+        raise CommandError.could_not_run(str(error)) from None
     _print_report(report, as_json)
     if note := sandbox_note(settings):
         click.echo(f"sandbox: {note}", err=True)
@@ -79,15 +97,21 @@ async def run_experiment(
     quiet: bool = False,
     only_failed: bool = False,
     include_agent_failures: bool = False,
+    workers: int = 1,
 ) -> ExperimentReport:
     """Start the experiment (or, with only_failed, rerun its cells lost to infrastructure, and
-    the agent's failures too when asked), show progress until it ends, and build its report."""
+    the agent's failures too when asked), show progress until it ends, and build its report.
+    With `workers` above 1, that many worker processes serve it, this one included."""
     spent_usd = 0.0
     if only_failed:  # the daily cap is checked before anything starts (BudgetExhausted)
         spec, spent_usd = rerun_terms(settings, store, spec)
         if include_agent_failures:
             spec = with_rerun_note(spec, store.list_runs(spec.experiment_id))
-    async with composition.session(settings, store) as active:
+    metrics = EngineMetrics()
+    async with (
+        composition.session(settings, store, metrics=metrics) as active,
+        extra_workers(settings, active.address, workers - 1) as extra,
+    ):
         if only_failed:
             await engine_client.rerun_failed(
                 active.client,
@@ -108,7 +132,19 @@ async def run_experiment(
                 if progress.done:
                     break
                 await asyncio.sleep(0.5)
+    if extra and not quiet:
+        counts = [metrics.stored_runs(), *(worker.stored() for worker in extra)]
+        shares = ", ".join("?" if count is None else str(count) for count in counts)
+        click.echo(f"workers: {len(counts)} processes stored {shares} run results", err=True)
     return report_for(settings, store, spec)
+
+
+def default_parallelism(settings: Settings, workers: int) -> int | None:
+    """Runs in flight for `workers` processes: the default of one worker times their number
+    (None: the engine's default, or the EVALBOT_EXPERIMENT_PARALLELISM set)."""
+    if workers == 1 or settings.sandbox.experiment_parallelism > 0:
+        return None
+    return settings.sandbox.resolved_experiment_parallelism * workers
 
 
 def with_rerun_note(spec: ExperimentSpec, runs: list[RunResult]) -> ExperimentSpec:
@@ -273,29 +309,65 @@ def rerun_command(
     type=click.Choice(["runs", "collect", "score"]),
     help="Task-queue roles to serve (default: all).",
 )
+@click.option("--parent-pid", type=int, hidden=True, help="Stop when this process is gone.")
 @click.pass_obj
 @command_errors
-def worker_command(settings: Settings, roles: tuple[str, ...]) -> None:
+def worker_command(settings: Settings, roles: tuple[str, ...], parent_pid: int | None) -> None:
     """Run workers against EVALBOT_TEMPORAL_ADDRESS (or, unset, the embedded dev server, which
     resumes any experiment left unfinished) until interrupted."""
     store = composition.open_store(settings)
+    roles = roles or ("runs", "collect", "score")
     try:
-        asyncio.run(_serve_workers(settings, store, roles or ("runs", "collect", "score")))
+        asyncio.run(_serve_workers(settings, store, roles, parent_pid))
     except KeyboardInterrupt:
         sys.exit(0)
 
 
-async def _serve_workers(settings: Settings, store: Store, roles: tuple[str, ...]) -> None:
-    """Serve until SIGTERM/SIGINT; then in-flight activities get temporal.graceful_shutdown_s,
-    the embedded dev server and the spawner stop, and the command returns (docs/deploy.md)."""
+async def _serve_workers(
+    settings: Settings, store: Store, roles: tuple[str, ...], parent_pid: int | None = None
+) -> None:
+    """Serve until SIGTERM/SIGINT (or, with `parent_pid`, until that process is gone: the
+    `evalbot run --workers` that started this one); then in-flight activities get
+    temporal.graceful_shutdown_s, the embedded dev server and the spawner stop, and the command
+    returns (docs/deploy.md)."""
     stop = stopping.stop_requested()
-    async with composition.session(settings, store, roles=roles) as active:
+    if parent_pid is not None:
+        stop_when_gone(parent_pid, stop)
+    metrics = EngineMetrics()
+    async with composition.session(settings, store, roles=roles, metrics=metrics) as active:
         where = "embedded dev server" if active.embedded else "cluster"
         click.echo(f"evalbot worker: serving {', '.join(roles)} on {active.address} ({where})")
         await stop.wait()
         grace = settings.temporal.graceful_shutdown_s
         click.echo(f"evalbot worker: stopping (in-flight activities get {grace:g} s)")
-    click.echo("evalbot worker: stopped")
+    stored = metrics.stored_runs()
+    click.echo(f"evalbot worker: stopped; {stored} run result{'s' * (stored != 1)} stored here")
+
+
+def stop_when_gone(parent_pid: int, stop: asyncio.Event) -> None:
+    """Set `stop` when process `parent_pid` exits (a pidfd becomes readable), or now if it is
+    already gone or no longer this process's parent (its pid reused)."""
+
+    def gone() -> None:
+        stop.set()
+        click.echo(f"evalbot worker: process {parent_pid}, which started this worker, is gone")
+
+    if os.getppid() != parent_pid:
+        gone()
+        return
+    try:
+        pidfd = os.pidfd_open(parent_pid)
+    except ProcessLookupError:
+        gone()
+        return
+    loop = asyncio.get_running_loop()
+
+    def exited() -> None:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+        gone()
+
+    loop.add_reader(pidfd, exited)
 
 
 COMMANDS: list[click.Command] = [

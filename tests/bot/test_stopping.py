@@ -17,57 +17,11 @@ import httpx
 import pytest
 
 from tests.bot.conftest import free_port
+from tests.support.processes import Proc, descendants, left_behind, processes
 
 START_TIMEOUT_S = 300  # a loaded machine imports and starts the dev server slowly
 GRACE_S = 5
 STOP_TIMEOUT_S = GRACE_S + 60  # the grace, then stopping the dev server and interpreter exit
-
-
-@dataclass(frozen=True)
-class Proc:
-    pid: int
-    start: str  # /proc/<pid>/stat field 22: tells a reused pid apart
-    ppid: int
-    cmdline: str
-
-
-def processes() -> dict[int, Proc]:
-    """Every live process (zombies excluded: they hold nothing)."""
-    found: dict[int, Proc] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] == "Z":
-            continue
-        found[int(entry.name)] = Proc(int(entry.name), fields[19], int(fields[1]), cmdline)
-    return found
-
-
-def descendants(root: int, table: dict[int, Proc]) -> set[Proc]:
-    children: dict[int, list[Proc]] = {}
-    for proc in table.values():
-        children.setdefault(proc.ppid, []).append(proc)
-    found: set[Proc] = set()
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child.pid)
-    return found
-
-
-def left_behind(started: set[Proc], data_dir: Path) -> set[Proc]:
-    """What the command started that still runs, and anything running on its data dir."""
-    now = processes()
-    alive = {p for p in started if p.pid in now and now[p.pid].start == p.start}
-    on_data_dir = {p for p in now.values() if str(data_dir) in p.cmdline}
-    return alive | on_data_dir
 
 
 @dataclass

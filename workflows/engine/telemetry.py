@@ -67,6 +67,17 @@ class EngineMetrics:
             for outcome in ("ok", "error"):
                 self.stage_seconds.labels(stage, outcome)
 
+    def stored_runs(self) -> int:
+        """Run results this process stored (new or changed), whatever their status."""
+        return round(
+            sum(
+                sample.value
+                for family in self.runs.collect()
+                for sample in family.samples
+                if sample.name == "evalbot_runs_total"
+            )
+        )
+
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
         """Observe the duration of the enclosed stage, labelled ok or error."""
