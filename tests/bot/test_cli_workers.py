@@ -4,9 +4,9 @@ once between them, and stop with the command — or on their own when it is kill
 
 Broken builds caught: extra workers that do not start or serve another server (the command
 fails, or they store nothing), a result stored twice or lost (the shares do not add up to the
-cells), workers left running after the command (the residue check), workers that outlive a
-killed command. Not caught: starting the experiment before they are ready (they may still get
-cells)."""
+cells), workers left running after the command (the residue check), workers or an embedded dev
+server (workflows/engine/devserver.py) that outlive a killed command. Not caught: starting the
+experiment before the workers are ready (they may still get cells)."""
 
 from __future__ import annotations
 
@@ -104,6 +104,8 @@ def test_extra_workers_stop_when_the_command_is_killed(tmp_path: Path, repo: Age
         while {p.pid for p in extra} & set(processes()):  # by pid: its parent pid changed
             assert time.monotonic() < deadline, read(data / "workers" / "2.log")
             time.sleep(0.5)
+        residue = {p for p in left_behind(started, data) if p.pid in processes()}
+        assert residue == set(), residue  # the embedded dev server died with the command too
         log = read(data / "workers" / "2.log")
         assert f"process {command.pid}, which started this worker, is gone" in log
         assert STORED.search(log) is not None, log
@@ -111,7 +113,7 @@ def test_extra_workers_stop_when_the_command_is_killed(tmp_path: Path, repo: Age
         if command.poll() is None:
             command.kill()
             command.wait()
-        for leftover in left_behind(started, data):  # the killed command's dev server
+        for leftover in left_behind(started, data):
             os.kill(leftover.pid, signal.SIGKILL)
 
 

@@ -2,6 +2,12 @@
 
 State lives under the data dir (`temporal.db`, SQLite in WAL mode), so an experiment survives the
 server being stopped and started again.
+
+The server gets SIGTERM when the thread that started it ends (`setpriv --pdeathsig`, where
+util-linux is installed): an evalbot process that is killed (SIGKILL, OOM) leaves no server
+holding `temporal.db`, which the next start would open a second server on. So start it from a
+thread that lives as long as the server should (the main thread, or the event loop's executor for
+the loop's lifetime, as `engine_session` does).
 """
 
 from __future__ import annotations
@@ -68,7 +74,7 @@ class DevServer:
 
     def _command(self) -> list[str]:
         return [
-            temporal_binary(), "server", "start-dev", "--headless",
+            *with_parent(), temporal_binary(), "server", "start-dev", "--headless",
             "--ip", "127.0.0.1", "--port", str(self.port),
             "--http-port", str(free_port()), "--metrics-port", str(free_port()),
             "--db-filename", str(self.db_file), "--log-level", "error",
@@ -111,6 +117,12 @@ class DevServer:
     def __exit__(self, *exc: object) -> None:
         with contextlib.suppress(Exception):
             self.stop()
+
+
+def with_parent() -> list[str]:
+    """The prefix that makes a command die with its parent thread (nothing without setpriv)."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--"] if setpriv else []
 
 
 def embedded_server(data_dir: Path) -> DevServer:
