@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ import pytest
 
 from tests.support.agent_repo import TINY_CATALOG, AgentRepo, tiny_agent_repo
 from tests.support.cli import evalbot
-from tests.support.processes import Proc, descendants, left_behind, processes
+from tests.support.processes import Proc, descendants, kill_leftovers, left_behind, processes
 
 CELLS = 20  # 5 tiny cases x 2 arms x 2 trials
 ONE_CELL_A_WORKFLOW = {"EVALBOT_RUN_BATCH_SIZE": "1", "EVALBOT_GRACEFUL_SHUTDOWN_S": "5"}
@@ -110,11 +109,7 @@ def test_extra_workers_stop_when_the_command_is_killed(tmp_path: Path, repo: Age
         assert f"process {command.pid}, which started this worker, is gone" in log
         assert STORED.search(log) is not None, log
     finally:
-        if command.poll() is None:
-            command.kill()
-            command.wait()
-        for leftover in left_behind(started, data):
-            os.kill(leftover.pid, signal.SIGKILL)
+        kill_leftovers(command, started, data)
 
 
 def read(path: Path) -> str:

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.bot.conftest import free_port
-from tests.support.processes import Proc, descendants, left_behind, processes
+from tests.support.processes import Proc, descendants, kill_leftovers, left_behind, processes
 
 START_TIMEOUT_S = 300  # a loaded machine imports and starts the dev server slowly
 GRACE_S = 5
@@ -98,8 +98,4 @@ def test_a_signal_stops_the_command_and_everything_it_started(
         assert residue == set(), residue
         assert "stopped" in log.read_text()
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for leftover in left_behind(started, data_dir):
-            os.kill(leftover.pid, signal.SIGKILL)
+        kill_leftovers(process, started, data_dir)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -51,3 +55,12 @@ def left_behind(started: set[Proc], data_dir: Path) -> set[Proc]:
     alive = {p for p in started if p.pid in now and now[p.pid].start == p.start}
     on_data_dir = {p for p in now.values() if str(data_dir) in p.cmdline}
     return alive | on_data_dir
+
+
+def kill_leftovers(command: subprocess.Popen[Any], started: set[Proc], data_dir: Path) -> None:
+    """A test's clean-up: the command, what it started and anything on its data dir, SIGKILLed."""
+    if command.poll() is None:
+        command.kill()
+        command.wait()
+    for leftover in left_behind(started, data_dir):
+        os.kill(leftover.pid, signal.SIGKILL)
