@@ -4,6 +4,7 @@ world_copy.py)."""
 
 from __future__ import annotations
 
+import resource
 import statistics
 import time
 
@@ -11,6 +12,12 @@ from bench_figures import commit
 from stage_table import load, machine
 
 Timings = dict[str, tuple[list[float], list[float]]]  # name -> (wall seconds, CPU seconds)
+
+
+def children_cpu() -> float:
+    """CPU seconds of the children waited for so far (user + system)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def median_table(what: str, per: str, timings: Timings, tries: int, decimals: int) -> list[str]:

@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -40,6 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from alternated import Timings, children_cpu
 from bench_figures import commit
 from results_file import write_section
 from stage_table import load, machine
@@ -52,12 +52,6 @@ from workflows.providers.local.loop_mount import mount_image, unmount
 
 UID = 65_534  # nobody: the commands only need some unprivileged uid
 DISK_MB = 64
-Timings = dict[str, tuple[list[float], list[float]]]  # name -> (wall seconds, CPU seconds)
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def mount_count() -> int:

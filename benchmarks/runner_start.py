@@ -14,7 +14,6 @@ setpriv and the agent are the same for both, so they are left out.
 from __future__ import annotations
 
 import argparse
-import resource
 import subprocess
 import sys
 import tempfile
@@ -23,17 +22,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from alternated import Timings, median_table
+from alternated import Timings, children_cpu, median_table
 from results_file import write_section
 
 from workflows.providers.common import RUNNER
 from workflows.providers.local.compiled_runner import compiled_runner
 from workflows.providers.local.local_provider import SANDBOX_PYTHON
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def one_start(runner: Path, folder: Path) -> tuple[float, float]:

@@ -70,8 +70,6 @@ def test_two_workers_share_the_cells_and_stop_with_the_command(
     assert shares.group(1) == "2" and len(counts) == 2
     assert sum(counts) == CELLS, counts  # every result stored once, by one of the two
     assert min(counts) >= 1, counts  # the extra worker took part
-    log = (data / "workers" / "2.log").read_text()
-    assert [int(n) for n in STORED.findall(log)] == counts[1:]  # what it said as it stopped
 
 
 @pytest.mark.timeout(600)
