@@ -21,6 +21,7 @@ import re
 import statistics
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from results_file import RESULTS, Section, markers, sections, write_section
@@ -192,8 +193,116 @@ def batches_summary(document: str) -> str:
     )
 
 
+# -- the peers summary (derived here, from the peers.py sections) -------------------------------
+
+PEERS_SUMMARY = "peers-summary"
+PEERS_SECTION = re.compile(r"peers(-[\w-]+)?")
+
+
+@dataclass(frozen=True)
+class PeersReading:
+    """One peers.py section: when, on which temporary folder, and its rows' wall times."""
+
+    name: str
+    when: str
+    folder: str
+    walls: dict[str, float]
+
+    def wall(self, kind: str) -> float | None:
+        return next((w for row, w in self.walls.items() if PEERS_ROWS[kind](row)), None)
+
+    def ratio(self, top: str, bottom: str) -> float | None:
+        over, under = self.wall(top), self.wall(bottom)
+        return over / under if over is not None and under else None
+
+
+def peers_readings(document: str) -> list[PeersReading]:
+    readings = []
+    for section in sections(document):
+        if section.name == PEERS_SUMMARY or not PEERS_SECTION.fullmatch(section.name):
+            continue
+        header = re.search(r"^(\d{4}-\d\d-\d\d \d\d:\d\d UTC);.*temporary folder (.+)$",
+                           section.text, re.MULTILINE)  # fmt: skip
+        rows = table_rows(section.text, "what")
+        if header and rows:
+            walls = {row[0]: number(row[2]) for row in rows}
+            readings.append(PeersReading(section.name, header[1], header[2], walls))
+    return readings
+
+
+PROCESS, PER_CORE, LOCAL, INSPECT = "process", "per core", "local", "Inspect local"
+PEERS_ROWS: dict[str, Callable[[str], bool]] = {  # peers.py's row names
+    PROCESS: lambda row: row == "evalbot `process`",
+    PER_CORE: lambda row: row.startswith("evalbot `process`, "),
+    LOCAL: lambda row: row == "evalbot `local`",
+    INSPECT: lambda row: row.startswith("Inspect AI") and 'sandbox="local"' in row,
+}
+
+
+def peers_summary(document: str) -> str:
+    """One row per peers.py section and the reading closest to each of issue 24's goals."""
+
+    def cell(value: float | None, unit: str = "") -> str:
+        return "—" if value is None else f"{value:.{1 if unit else 2}f}{unit}"
+
+    readings = peers_readings(document)
+    lines = [
+        "**Across file systems** (derived from the peers sections above by "
+        "`benchmarks/results_check.py --write`)",
+        "",
+        "| section | run | temporary folder | `process` | `process`, per core | `local` "
+        "| Inspect local | `process` ÷ Inspect | per core ÷ Inspect | `local` ÷ `process` |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in readings:
+        lines.append(
+            f"| {r.name} | {r.when} | {r.folder} | {cell(r.wall(PROCESS), ' s')} "
+            f"| {cell(r.wall(PER_CORE), ' s')} | {cell(r.wall(LOCAL), ' s')} "
+            f"| {cell(r.wall(INSPECT), ' s')} | {cell(r.ratio(PROCESS, INSPECT))} "
+            f"| {cell(r.ratio(PER_CORE, INSPECT))} | {cell(r.ratio(LOCAL, PROCESS))} |"
+        )
+    lines += ["", *peers_goal_lines(readings)]
+    return "\n".join(lines)
+
+
+def peers_goal_lines(readings: list[PeersReading]) -> list[str]:
+    """The best reading of each goal, and in how many readings it is met."""
+    durable = [
+        (ratio, f"{r.name}, {label}")
+        for r in readings
+        for label, top in (("one worker", PROCESS), ("per core", PER_CORE))
+        if (ratio := r.ratio(top, INSPECT)) is not None
+    ]
+    isolated = [
+        (ratio, wall, r.name)
+        for r in readings
+        if (ratio := r.ratio(LOCAL, PROCESS)) is not None and (wall := r.wall(LOCAL))
+    ]
+    lines = []
+    if durable:
+        best, where = min(durable)
+        met = sum(ratio <= 1.0 for ratio, _ in durable)
+        lines.append(
+            f"- `process` ÷ Inspect local (goal ≤ 1.00): met in {met} of {len(durable)} rows "
+            f"(one worker and per core); closest {best:.2f} ({where})"
+        )
+    if isolated:
+        best_ratio, best_wall, where = min(isolated)
+        met = sum(ratio <= 1.35 and wall <= 55 for ratio, wall, _ in isolated)
+        lines.append(
+            f"- `local` ÷ `process` (goal ≤ 1.35 and ≤ 55 s): met in {met} of {len(isolated)} "
+            f"runs; closest {best_ratio:.2f} ({where}, `local` {best_wall:.1f} s)"
+        )
+    return lines
+
+
 def derived(document: str) -> dict[str, str]:
-    return {BATCHES: batches_summary(document)} if "### Session 4" in document else {}
+    found = {}
+    if "### Session 4" in document:
+        found[BATCHES] = batches_summary(document)
+    if peers_readings(document):
+        found[PEERS_SUMMARY] = peers_summary(document)
+    return found
 
 
 # -- the checks -------------------------------------------------------------------------------

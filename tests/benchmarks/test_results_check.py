@@ -191,3 +191,53 @@ def test_the_summary_is_derived_from_the_rows_as_printed(
     text = before_after.section(runs, "aaaaaaa", [], "before-after-process-io")
     written = document + "\n" + results_file.render("before-after-process-io", text) + "\n"
     assert checker.check(written) == []
+
+
+def test_the_peers_summary_follows_the_peers_sections(checker: ModuleType, document: str) -> None:
+    """A peers row re-signed with another wall time (as a new peers.py run would write it) leaves
+    the cross-file-system summary stale; written again, the summary gives the new ratio."""
+    import results_file
+
+    peers = next(s for s in results_file.sections(document) if s.name == "peers")
+    local = re.search(r"^\| evalbot `local` \| 2,000 \| (\d+\.\d) \|", peers.text, re.MULTILINE)
+    process = re.search(r"^\| evalbot `process` \| 2,000 \| (\d+\.\d) \|", peers.text, re.MULTILINE)
+    assert local and process
+    faster = f"{float(process[1]) * 1.2:.1f}"  # `local` at 1.2× `process`: within the goal's ratio
+    rows = peers.text.replace(local[0], local[0].replace(local[1], faster))
+    start, end = results_file.markers("peers")
+    old = document[document.index(start) : document.index(end) + len(end)]
+    edited = document.replace(old, results_file.render("peers", rows))
+    assert checker.check(edited) == [
+        "peers-summary: not what the rows above it give (results_check.py --write)"
+    ]
+    summary = checker.peers_summary(edited)
+    ratio = float(faster) / float(process[1])
+    assert f"| {faster} s |" in summary and f"| {ratio:.2f} |" in summary
+    assert f"closest {ratio:.2f} (peers, `local` {faster} s)" in summary
+
+
+def test_the_peers_summary_counts_a_met_goal(checker: ModuleType) -> None:
+    """Two made-up peers sections, one meeting both goals: the summary counts it and names it."""
+    import results_file
+
+    def section(folder: str, process: float, local: float, inspect: float) -> str:
+        return "\n".join([
+            f"2026-12-03 10:00 UTC; vm x86_64, 2 cores; commit abc; temporary folder {folder}",
+            "",
+            "| what | cells | wall s | cells/s |",
+            "|---|---:|---:|---:|",
+            f"| evalbot `process` | 2,000 | {process} | 1 |",
+            f"| evalbot `local` | 2,000 | {local} | 1 |",
+            f"| evalbot `process`, 2 workers | 2,000 | {process} | 1 |",
+            f'| Inspect AI 0.3.285, `sandbox="local"` | 2,000 | {inspect} | 1 |',
+        ])  # fmt: skip
+
+    document = "\n".join([
+        results_file.render("peers", section("/tmp", 40.0, 80.0, 30.0)),
+        results_file.render("peers-fast", section("/dev/shm", 30.0, 39.0, 31.0)),
+    ])  # fmt: skip
+    lines = checker.peers_summary(document).splitlines()
+    assert "- `process` ÷ Inspect local (goal ≤ 1.00): met in 2 of 4 rows (one worker and per " \
+           "core); closest 0.97 (peers-fast, one worker)" in lines  # fmt: skip
+    assert "- `local` ÷ `process` (goal ≤ 1.35 and ≤ 55 s): met in 1 of 2 runs; closest 1.30 " \
+           "(peers-fast, `local` 39.0 s)" in lines  # fmt: skip
