@@ -8,11 +8,18 @@ util-linux is installed): an evalbot process that is killed (SIGKILL, OOM) leave
 holding `temporal.db`, which the next start would open a second server on. So start it from a
 thread that lives as long as the server should (the main thread, or the event loop's executor for
 the loop's lifetime, as `engine_session` does).
+
+One server per `temporal.db`: the starter takes an exclusive lock on `temporal.lock` beside it and
+the server inherits it, so the lock is free only once both are gone. A second command on the same
+data folder is refused while the first one lives, and waits (up to STOPPING_WAIT_S) while the
+server of a command that was killed is still stopping (docs/engine.md, "Embedded defaults").
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
 import shutil
 import socket
 import subprocess
@@ -22,10 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 READY_TIMEOUT_S = 30.0
+STOPPING_WAIT_S = 60.0
 
 
 class DevServerError(RuntimeError):
     pass
+
+
+class DevServerBusy(DevServerError):
+    """Another live evalbot process runs the dev server on this `temporal.db`."""
 
 
 def temporal_binary() -> str:
@@ -58,18 +70,32 @@ class DevServer:
     db_file: Path
     port: int
     process: subprocess.Popen[bytes] | None = None
+    lock_fd: int | None = None
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def lock_file(self) -> Path:
+        return self.db_file.with_name("temporal.lock")
+
     def start(self) -> DevServer:
         self.db_file.parent.mkdir(parents=True, exist_ok=True)
+        if self.lock_fd is None:
+            self.lock_fd = claim_lock(self.lock_file, self.db_file, self.address)
         log = (self.db_file.parent / "temporal.log").open("ab")
-        self.process = subprocess.Popen(
-            self._command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        self._wait_ready()
+        try:
+            self.process = subprocess.Popen(
+                self._command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                pass_fds=(self.lock_fd,),
+            )  # fmt: skip
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            log.close()
         return self
 
     def _command(self) -> list[str]:
@@ -94,15 +120,15 @@ class DevServer:
         raise DevServerError(f"the Temporal dev server did not listen on {self.address}")
 
     def stop(self) -> None:
-        if self.process is None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.process = None
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+        self._release()
 
     def kill(self) -> None:
         """Stop abruptly (SIGKILL), as a crash would; for fault tests."""
@@ -110,6 +136,12 @@ class DevServer:
             self.process.kill()
             self.process.wait()
             self.process = None
+        self._release()
+
+    def _release(self) -> None:
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)
+            self.lock_fd = None
 
     def __enter__(self) -> DevServer:
         return self.start() if self.process is None else self
@@ -117,6 +149,61 @@ class DevServer:
     def __exit__(self, *exc: object) -> None:
         with contextlib.suppress(Exception):
             self.stop()
+
+
+def claim_lock(lock_file: Path, db_file: Path, address: str) -> int:
+    """An open descriptor holding `lock_file` exclusively, with this process and `address`
+    written in it; DevServerBusy while another live process holds it."""
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    deadline = time.monotonic() + STOPPING_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            holder = lock_holder(fd)
+            if (holder and pid_alive(holder[0])) or time.monotonic() > deadline:
+                os.close(fd)
+                raise DevServerBusy(busy_message(db_file, holder)) from None
+            time.sleep(0.2)  # its starter is gone: the server is stopping
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()} {address}\n".encode(), 0)
+    return fd
+
+
+def lock_holder(fd: int) -> tuple[int, str] | None:
+    """The starter's pid and the server's address, as the holder of the lock wrote them."""
+    words = os.pread(fd, 200, 0).decode(errors="replace").split()
+    return (int(words[0]), words[1]) if len(words) == 2 and words[0].isdigit() else None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def busy_message(db_file: Path, holder: tuple[int, str] | None) -> str:
+    if holder is None or not pid_alive(holder[0]):
+        who = f"a dev server that did not stop within {STOPPING_WAIT_S:g} s"
+    else:
+        who = f"evalbot process {holder[0]} ({command_line(holder[0])}) at {holder[1]}"
+    return (
+        f"{db_file} is in use by {who}: one data folder serves one evalbot command at a time. "
+        "Wait for that command to finish, or give this one its own folder (EVALBOT_DATA_DIR)."
+    )
+
+
+def command_line(pid: int) -> str:
+    try:
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "command unknown"
+    return " ".join(word.decode(errors="replace") for word in words if word)[:120]
 
 
 def with_parent() -> list[str]:
