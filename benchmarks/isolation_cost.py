@@ -1,23 +1,26 @@
 """Where the CPU of one `local` sandbox start goes, and what the host's mount table adds to it.
 
 A `local` cell starts bubblewrap, which starts setpriv, which starts the runner (a Python
-interpreter) — each a process of its own (docs/sandbox.md). This script launches, the way the
-provider does (the product's `BwrapCommand`: the same namespaces, shared /etc, binds, seccomp
-filter and setpriv), three commands inside a sandbox:
+interpreter) — each a process of its own (docs/sandbox.md). This script makes one sandbox with
+the product's LocalProvider (its disk, cgroup, /etc and world) and launches, with the command line
+LocalSandbox.start builds (namespaces, shared /etc, binds, seccomp filter, setpriv), three
+commands inside it:
 
 - `true`: bubblewrap and setpriv alone;
 - `python3 -I -S -c pass`: plus a bare interpreter start;
-- the runner with a `true` agent (the compiled runner, `--pid-namespace`, state and logs to
-  /out): plus the runner's own work.
+- the runner with a `true` agent (the compiled runner, `--pid-namespace`, a ready pipe, state and
+  logs to /out): plus the runner's own work.
 
 Bubblewrap reads the whole mount table (/proc/self/mountinfo) after each of its binds, and
 every `local` sandbox in flight adds its disk to that table. So each command is launched twice:
-with the host's mount table as it is, and with `--extra-mounts` (default 128, the cells a worker
-has in flight) more loop-mounted ext4 disks, made from a template as sandbox disks are. Launches
-alternate across the six (command × table) so all see the same load; the script prints the median
-wall and CPU time (the children's rusage: bubblewrap, setpriv and what they start) of each, the
-differences between the commands (what each layer adds) and the ratio of the larger table to the
-smaller. No cgroup is made: that is the worker's work, not the launch's. Needs root.
+with the host's mount table as it is (the sandbox's own disk included), and with
+`--extra-mounts` (default 128, the cells a worker has in flight) more loop-mounted ext4 disks, made
+from a template as sandbox disks are. Launches alternate across the six (command × table) so all
+see the same load; the script prints the median wall and CPU time (the children's rusage:
+bubblewrap, setpriv and what they start) of each, the differences between the commands (what each
+layer adds) and the ratio of the larger table to the smaller. The launches run in the foreground
+and outside the sandbox's cgroup (placing a process there is the worker's work, not the
+launch's). Needs root.
 
     .venv/bin/python benchmarks/isolation_cost.py [--launches 60] [--extra-mounts 128] [--write]
 """
@@ -44,13 +47,17 @@ from bench_figures import commit
 from results_file import write_section
 from stage_table import load, machine
 
-from workflows.providers.common.bwrap import Bind, BwrapCommand, shared_etc, write_etc
-from workflows.providers.local.compiled_runner import compiled_runner, in_sandbox_path
+from workflows.providers.base import SandboxSpec
 from workflows.providers.local.disk import format_image, sparse_copy
-from workflows.providers.local.local_provider import SANDBOX_PYTHON, seccomp_memfd
+from workflows.providers.local.local_provider import (
+    SANDBOX_PYTHON,
+    LocalProvider,
+    close_fds,
+    runner_command,
+    seccomp_memfd,
+)
 from workflows.providers.local.loop_mount import mount_image, unmount
 
-UID = 65_534  # nobody: the commands only need some unprivileged uid
 DISK_MB = 64
 
 
@@ -60,61 +67,56 @@ def mount_count() -> int:
 
 
 class Sandbox:
-    """The folders and command line of one sandbox, reused for every launch (each launch gets a
-    fresh /out)."""
+    """One sandbox made by the product's LocalProvider (disk, cgroup, /etc, world), whose start
+    command line (LocalSandbox.bwrap and runner_command, as LocalSandbox.start builds them) is
+    launched again and again in the foreground, each time with an empty /out."""
 
     def __init__(self, scratch: Path) -> None:
-        self.root = scratch / "sandbox"
-        for name in ("repo", "world", "case"):
-            (self.root / name).mkdir(parents=True)
-        write_etc(self.root / "etc", UID, UID)
-        self.runner = compiled_runner(scratch / "runner", SANDBOX_PYTHON)
-        self.etc_base = shared_etc(scratch / "etc")
-        self.launches = 0
+        self.provider = LocalProvider(scratch / "sandboxes", scratch / "images")
+        repo, world = scratch / "repo", scratch / "world"
+        repo.mkdir()
+        world.mkdir()
+        spec = SandboxSpec(run_id="isolation-cost", image=str(repo), world_dir=world, case_files={})
+        self.sandbox = asyncio.run(self.provider.create(spec))
 
-    def command(self, out: Path, seccomp_fd: int | None) -> BwrapCommand:
-        binds = [
-            Bind(self.root / "repo", "/repo"),
-            Bind(self.root / "world", "/world", writable=True),
-            Bind(self.root / "case", "/case"),
-            Bind(out, "/out", writable=True),
-            Bind(self.runner, in_sandbox_path(self.runner)),
-        ]
-        return BwrapCommand(
-            uid=UID, gid=UID, etc_dir=self.root / "etc", etc_base=self.etc_base, binds=binds,
-            chdir="/repo", tmp_mb=64, as_pid_1=True, seccomp_fd=seccomp_fd,
-        )  # fmt: skip
+    def close(self) -> None:
+        asyncio.run(self.sandbox.terminate())
 
-    def inner(self, kind: str) -> list[str]:
+    def inner(self, kind: str, ready_fd: int) -> list[str]:
+        limits = self.sandbox.limits
         if kind == "true":
-            return ["/usr/bin/true"]
-        if kind == "python":
-            return [SANDBOX_PYTHON, "-I", "-S", "-c", "pass"]
-        return [
-            SANDBOX_PYTHON, "-I", "-S", in_sandbox_path(self.runner), "--out", "/out",
-            "--cwd", "/repo", "--timeout", "30", "--log-limit", str(1 << 20),
-            "--pid-namespace", "--", "true",
-        ]  # fmt: skip
+            inside = ["/usr/bin/true"]
+        elif kind == "python":
+            inside = [SANDBOX_PYTHON, "-I", "-S", "-c", "pass"]
+        else:
+            inside = runner_command(self.provider.runner, limits, "true", ready_fd, 30)
+        return self.provider.rlimits(limits) + inside
+
+    def empty_out(self) -> None:
+        out, uid = self.sandbox.layout.out, self.sandbox.uid
+        shutil.rmtree(out)
+        out.mkdir(mode=0o755)
+        os.chown(out, uid, uid)
 
     def launch(self, kind: str) -> tuple[float, float]:
         """Wall and CPU seconds of one launch of `kind` ("true", "python" or "runner")."""
-        self.launches += 1
-        out = self.root / f"out-{self.launches}"
-        out.mkdir(mode=0o755)
-        os.chown(out, UID, UID)
+        self.empty_out()
+        read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         filter_fd = seccomp_memfd()
-        fds = [filter_fd] if filter_fd is not None else []
-        argv = self.command(out, filter_fd).argv(self.inner(kind))
+        fds = [fd for fd in (write_fd, filter_fd) if fd is not None]
+        command = self.sandbox.bwrap(as_pid_1=True, seccomp_fd=filter_fd)
+        argv = command.argv(self.inner(kind, write_fd))
         try:
             cpu, wall = children_cpu(), time.perf_counter()
             subprocess.run(argv, check=True, stdin=subprocess.DEVNULL, pass_fds=fds)
             wall, cpu = time.perf_counter() - wall, children_cpu() - cpu
         finally:
-            for fd in fds:
-                os.close(fd)
-        if kind == "runner" and b'"finished"' not in (out / ".state.json").read_bytes():
-            raise SystemExit("the runner did not finish its agent")
-        shutil.rmtree(out)
+            close_fds(*fds)
+        with os.fdopen(read_fd, "rb") as ready:
+            told = ready.read()
+        state = self.sandbox.layout.out / ".state.json"
+        if kind == "runner" and (not told or b'"finished"' not in state.read_bytes()):
+            raise SystemExit("the runner did not tell it was ready or did not finish its agent")
         return wall, cpu
 
 
@@ -140,7 +142,6 @@ def extra_disks(folder: Path, count: int) -> Iterator[None]:
 def measure(launches: int, extra: int, scratch: Path) -> tuple[Timings, dict[str, int]]:
     """Alternating launches of each command, with the mount table as it is and with `extra`
     more disks; also how many mounts each table had."""
-    sandbox = Sandbox(scratch)
     kinds = ("true", "python", "runner")
     timings: Timings = {}
     tables: dict[str, int] = {}
@@ -153,22 +154,25 @@ def measure(launches: int, extra: int, scratch: Path) -> tuple[Timings, dict[str
             cpus.append(cpu)
 
     (scratch / "disks").mkdir()
-    as_is = "as is"
-    tables[as_is] = mount_count()
-    more = f"+{extra} disks"
-    # Mounting 128 disks takes seconds, so the two tables alternate by blocks of ten rounds.
-    blocks = max(1, launches // 10)
-    for block in range(2 * blocks):
-        table = as_is if block % 2 == 0 else more
-        if table == as_is:
-            for _ in range(launches // blocks):
-                one_round(table)
-        else:
-            with extra_disks(scratch / "disks" / str(block), extra):
-                tables[more] = mount_count()
+    sandbox = Sandbox(scratch)
+    as_is, more = "as is", f"+{extra} disks"
+    try:
+        tables[as_is] = mount_count()
+        # Mounting 128 disks takes seconds, so the two tables alternate by blocks of ten rounds.
+        blocks = max(1, launches // 10)
+        for block in range(2 * blocks):
+            table = as_is if block % 2 == 0 else more
+            if table == as_is:
                 for _ in range(launches // blocks):
                     one_round(table)
-            shutil.rmtree(scratch / "disks" / str(block))
+            else:
+                with extra_disks(scratch / "disks" / str(block), extra):
+                    tables[more] = mount_count()
+                    for _ in range(launches // blocks):
+                        one_round(table)
+                shutil.rmtree(scratch / "disks" / str(block))
+    finally:
+        sandbox.close()
     return timings, tables
 
 

@@ -3,7 +3,8 @@ launches every command in a real sandbox with a larger real mount table.
 
 Broken builds caught: a summary that subtracts the wrong rows or divides by the wrong number of
 mounts; a run whose extra disks never reach the mount table (the two tables would count the
-same); a runner launch that does not finish its agent (the script stops); disks left mounted."""
+same); a runner launch that does not tell it is ready or does not finish its agent (the script
+stops); disks or the sandbox left behind."""
 
 from __future__ import annotations
 
@@ -65,9 +66,10 @@ def test_a_short_run_launches_each_command_with_both_tables(
     tmp_path.chmod(0o755)
     before = isolation_cost.mount_count()
     measured, tables = isolation_cost.measure(2, 3, tmp_path)
-    assert tables == {"as is": before, "+3 disks": before + 3}
+    assert tables == {"as is": before + 1, "+3 disks": before + 4}  # +1: the sandbox's disk
     assert sorted(measured) == sorted(
         f"{kind}|{table}" for kind in ("true", "python", "runner") for table in tables
     )
     assert all(len(walls) == 2 and min(cpus) > 0 for walls, cpus in measured.values())
-    assert isolation_cost.mount_count() == before  # every extra disk unmounted
+    assert isolation_cost.mount_count() == before  # every disk unmounted, the sandbox's too
+    assert not any((tmp_path / "sandboxes").glob("isolation-cost*"))  # the sandbox is removed
