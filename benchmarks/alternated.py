@@ -8,8 +8,7 @@ import resource
 import statistics
 import time
 
-from bench_figures import commit
-from stage_table import load, machine
+from bench_figures import commit, host, load
 
 Timings = dict[str, tuple[list[float], list[float]]]  # name -> (wall seconds, CPU seconds)
 
@@ -23,7 +22,7 @@ def children_cpu() -> float:
 def median_table(what: str, per: str, timings: Timings, tries: int, decimals: int) -> list[str]:
     """`what`: the first column's title; `per`: one try, in words ("start", "copy")."""
     lines = [
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · {machine()} · commit {commit()} "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · {host()} · commit {commit()} "
         f"· {load()} · {tries} tries of each, alternating",
         "",
         f"| {what} | median wall per {per} | median CPU per {per} |",

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -27,6 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench_figures import host_and_load
 from results_file import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,7 +98,7 @@ def section(runs: list[Run], before: str, extra: list[str], name: str = SECTION)
         side: statistics.median(round(r.cpu_ms_per_cell, 1) for r in runs if r.side == side)
         for side in ("before", "after")
     }
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.1f}"
+    machine = host_and_load()
     lines = [
         "### Before and after a change (benchmarks/before_after.py)",
         "",

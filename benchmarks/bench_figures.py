@@ -66,6 +66,23 @@ def git(*args: str) -> str:
     return done.stdout.strip()
 
 
+def host() -> str:
+    """`vm x86_64, 2 cores`: the short machine line of the orchestration-side benchmarks."""
+    return f"{platform.node()} {platform.machine()}, {os.cpu_count() or 1} cores"
+
+
+def load() -> str:
+    """`load 0.52 1.10 0.98`: these machines are shared, so every row carries it."""
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def host_and_load() -> str:
+    """`x86_64, 2 cores, load avg 3.1`: the machine line of the before/after, calibration and
+    reliability sections."""
+    return f"{platform.machine()}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.1f}"
+
+
 def machine() -> str:
     """`2-core x86_64 VM (CPU model), 24 GB, load avg 3.1`: the figures depend on all of it."""
     model = "unknown CPU"

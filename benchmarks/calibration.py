@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
-import platform
 import sys
 import time
 from collections import Counter
@@ -36,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from bench_figures import host_and_load
 from results_file import RESULTS, write_section
 from scipy import integrate
 from scipy import stats as sps
@@ -368,7 +367,7 @@ def summary(rows: list[Row]) -> str:
 
 
 def section(rows: list[Row], runs: int, seconds: float) -> str:
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.1f}"
+    machine = host_and_load()
     return "\n".join(
         [
             HEADING,

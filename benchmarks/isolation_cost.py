@@ -43,9 +43,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from alternated import Timings, children_cpu
-from bench_figures import commit
+from bench_figures import commit, host, load
 from results_file import write_section
-from stage_table import load, machine
 
 from workflows.providers.base import SandboxSpec
 from workflows.providers.local.disk import format_image, sparse_copy
@@ -185,7 +184,7 @@ def table_lines(timings: Timings, tables: dict[str, int], launches: int) -> list
              "runner": "… + the runner, `true` agent"}  # fmt: skip
     as_is, more = tables
     lines = [
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · {machine()} · commit {commit()} "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · {host()} · commit {commit()} "
         f"· {load()} · {launches} launches of each, alternating; mount table {tables[as_is]} "
         f"entries as is, {tables[more]} with the extra disks",
         "",

@@ -48,8 +48,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import naive_baseline
+from bench_figures import commit, host, load
 from memory_sampler import Peaks, largest_history, sampled
-from stage_table import commit, load, machine, stage_lines
+from stage_table import stage_lines
 from temporalio.client import Client
 from trivial_matter import write_agent, write_catalog
 
@@ -245,7 +246,7 @@ async def measured(
             naive_s, naive_events = await naive(naive_run)
     counts = store.count_runs(spec.experiment_id)
     cells = len(run_ids)
-    print(f"machine: {machine()}; commit {commit()}; after: {load()}")
+    print(f"machine: {host()}; commit {commit()}; after: {load()}")
     print(
         f"cells: {cells} ({cases} cases x {arms} arms x {trials} trials), "
         f"provider {options.provider}"

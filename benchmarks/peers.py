@@ -35,8 +35,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench_figures import commit, host, load
 from results_file import write_section
-from stage_table import commit, load, machine
 
 from workflows.file_systems import file_system_of
 
@@ -219,7 +219,7 @@ def main(options: argparse.Namespace) -> None:
         os.environ["TMPDIR"] = options.tmpdir
     scratch = tempfile.gettempdir()
     header = (
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; commit {commit()}; "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {host()}; commit {commit()}; "
         f"{options.cases} cases × {ARMS} arms × {options.trials} trials; "
         f"temporary folder {scratch} ({file_system_of(scratch).describe()})"
     )

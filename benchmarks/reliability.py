@@ -23,7 +23,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench_figures import host_and_load
 from results_file import RESULTS, markers, render, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,7 +202,7 @@ def section(
     faults = [r for r in records if r["kind"] == "fault"]
     hostile = [r for r in records if r["kind"] == "hostile"]
     mutations = [r for r in records if r["kind"] == "mutation"]
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.1f}"
+    machine = host_and_load()
     took = f" in {verdict.seconds / 60:.1f} min" if verdict.seconds is not None else ""
     if from_log:
         machine += " when summarized from the run's log and pytest output (`--log`)"

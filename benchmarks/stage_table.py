@@ -1,23 +1,8 @@
-"""The per-stage table of `local` sandboxes (workflows/providers/local/stage_timer.py), and the
-machine line every benchmark row carries (load average included: these machines are shared)."""
+"""The per-stage table of `local` sandboxes (workflows/providers/local/stage_timer.py)."""
 
 from __future__ import annotations
 
-import os
-import platform
-
-from bench_figures import commit as commit  # one commit line for every benchmark
-
 from workflows.providers.local.stage_timer import StageTimer
-
-
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
-
-
-def machine() -> str:
-    return f"{platform.node()} {platform.machine()}, {os.cpu_count() or 1} cores"
 
 
 def stage_lines(timer: StageTimer, cells: int) -> list[str]:
