@@ -59,7 +59,7 @@ results-check:
 	$(PY) benchmarks/results_check.py
 
 unit:
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider --durations=30
 
 # The Modal tests alone: the real `modal` SDK against the wire-level test server
 # (tests/fakes/modal_server). CI runs them on the lowest and highest SDK pyproject allows.
