@@ -28,6 +28,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from workflows.engine.engine_client import quoted
 from workflows.providers.common.sandbox_layout import sandbox_slug
 from workflows.providers.local.cgroups import CGROUP_ROOT
+from workflows.providers.local.slots import HOST_UID_DIR, UidSlots
 from workflows.settings import Settings
 
 RESULT_ACTIVITIES = {"score", "record_error"}  # each produces a cell's stored result
@@ -65,7 +66,11 @@ def snapshot_host(settings: Settings, experiment_id: str) -> HostSnapshot:
         # no-cgroup mode's stand-ins for the groups (workflows/providers/local/no_cgroups.py)
         + sorted(str(p) for p in (settings.sandbox_dir / ".groups").glob(f"evalbot/{slug}*")),
         sandboxes=_entries(sandboxes),
-        claims=sorted(p.name for p in _listing(sandboxes / ".uids") if _text(p).startswith(slug)),
+        claims=sorted(
+            str(claim.uid)
+            for claim in UidSlots(HOST_UID_DIR, 0, 0, home=sandboxes).claims()
+            if claim.owner.startswith(slug) and claim.home == sandboxes.absolute()
+        ),
         staging=_files(settings.blob_dir / ".staging"),
     )
 

@@ -14,7 +14,7 @@ from tests.fakes.cgroupfs import kernel_rmdir, make_unified_mount
 from tests.support.dead_process import dead_process_id
 from tests.workflows.providers.kits import Kit, run_to_end
 from workflows.process_owned import staging_path
-from workflows.providers.base import ProviderRefused, SandboxNotFound
+from workflows.providers.base import ProviderRefused, SandboxCreateError, SandboxNotFound
 from workflows.providers.local import LocalProvider, LocalSandbox
 from workflows.providers.local.cgroups import CONTROLLERS
 from workflows.providers.local.cgroups_v2 import own_cgroup
@@ -220,3 +220,31 @@ def test_half_made_runner_and_etc_copies_of_a_dead_worker_are_reaped(tmp_path: P
     provider.reap_orphans()
     remaining = [p for f in ("runner", "etc") for p in (provider.sandbox_dir / f".{f}").iterdir()]
     assert sorted(remaining) == sorted(left)
+
+
+async def test_two_data_folders_on_one_host_never_share_a_live_uid(
+    local_kit: Kit, tmp_path: Path
+) -> None:
+    """Two instances with their own folders of sandboxes, one uid between them: the second
+    instance's create is refused while the first's sandbox lives, and gets the uid after.
+    Broken build caught: uid claims kept per data folder (both would run as one uid, which
+    no-cgroup mode kills by)."""
+
+    def instance(name: str) -> LocalProvider:
+        return LocalProvider(
+            tmp_path / name, local_kit.base / "images", uid_base=180_000, uid_count=1
+        )
+
+    first, second = instance("first"), instance("second")
+    sandbox = await first.create(local_kit.spec())
+    try:
+        with pytest.raises(SandboxCreateError, match="all 1 sandbox uids are in use"):
+            await second.create(local_kit.spec())
+    finally:
+        await sandbox.terminate()
+    other = await second.create(local_kit.spec())
+    try:
+        assert isinstance(sandbox, LocalSandbox) and isinstance(other, LocalSandbox)
+        assert other.uid == sandbox.uid == 180_000
+    finally:
+        await other.terminate()

@@ -55,7 +55,7 @@ async def assert_host_clean(kit: Kit, sandbox: LocalSandbox) -> None:
     assert not os.path.ismount(sandbox.layout.root)
     assert not sandbox.layout.root.exists()
     assert not sandbox.disk_image.exists()
-    assert not (kit.base / "sandboxes" / ".uids" / str(sandbox.uid)).exists()
+    assert sandbox.provider.slots.uid_of(sandbox.id) is None  # its uid claim is freed
 
 
 @pytest.fixture

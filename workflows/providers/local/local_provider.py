@@ -85,7 +85,7 @@ from workflows.providers.local.disk import (
     remove_disk,
 )
 from workflows.providers.local.no_cgroups import NoCgroupBackend, looks_out_of_memory, rlimit_prefix
-from workflows.providers.local.slots import UidSlots
+from workflows.providers.local.slots import HOST_UID_DIR, UidSlots
 from workflows.providers.local.stage_timer import StageTimer, timed
 
 log = logging.getLogger(__name__)
@@ -325,6 +325,7 @@ class LocalProvider(SandboxProvider):
         *,
         uid_base: int = 100_000,
         uid_count: int = 50_000,
+        uid_dir: Path = HOST_UID_DIR,
         build_env: Mapping[str, str] | None = None,
         build_limits: ResourceLimits = BUILD_LIMITS,
         build_timeout_s: float = 1800,
@@ -346,7 +347,7 @@ class LocalProvider(SandboxProvider):
         self.resets = ResetBuilder(
             self.images, self.snapshots, owner=(uid_base - 1, uid_base - 1), cow=cow
         )
-        self.slots = UidSlots(self.sandbox_dir / ".uids", uid_base, uid_count)
+        self.slots = UidSlots(uid_dir, uid_base, uid_count, home=self.sandbox_dir)
         self.build_uid = uid_base - 1
         self.build_env = dict(build_env or {})
         self.build_limits = build_limits
@@ -479,7 +480,7 @@ class LocalProvider(SandboxProvider):
             self.disk_templates.reap_partial()
         for folder in (self.sandbox_dir / ".runner", self.sandbox_dir / ".etc"):
             reap_partial(folder)
-        return self.slots.reap(lambda owner: (self.sandbox_dir / owner).exists(), grace_s)
+        return self.slots.reap(grace_s)
 
     async def sandboxes_of(self, run_id: str) -> list[str]:
         return await asyncio.to_thread(sandboxes_of, self.sandbox_dir, run_id)

@@ -1,7 +1,10 @@
 """One unprivileged uid per live sandbox, claimed with a file per uid (safe across workers).
 
-A claim file holds the sandbox id, then the worker process that claimed
-it (workflows/process_owned.py)."""
+The claims are the host's, not a data folder's (HOST_UID_DIR): two evalbot instances with their
+own data folders on one host must not give the same uid to two live sandboxes, since a uid is
+what no-cgroup mode kills by and what RLIMIT_NPROC counts (docs/sandbox.md). A claim file holds
+the sandbox id, the worker process that claimed it (workflows/process_owned.py) and the folder of
+sandboxes it belongs to."""
 
 from __future__ import annotations
 
@@ -9,23 +12,39 @@ import contextlib
 import hashlib
 import os
 import time
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from workflows.process_owned import is_gone, this_process
 from workflows.providers.base import SandboxCreateError
 
+HOST_UID_DIR = Path("/run/evalbot/uids")  # tmpfs: no sandbox process outlives a reboot
+
+
+@dataclass(frozen=True)
+class Claim:
+    path: Path
+    owner: str  # the sandbox id
+    process: str  # the claiming process ("" in files written before it was recorded)
+    home: Path | None  # the folder of sandboxes it belongs to (None before it was recorded)
+
+    @property
+    def uid(self) -> int:
+        return int(self.path.name)
+
 
 class UidSlots:
-    """uids `base` .. `base + count - 1`; `<folder>/<uid>` holds the id of the sandbox using it."""
+    """uids `base` .. `base + count - 1`; `<folder>/<uid>` holds the id of the sandbox using it.
+    `home` is the folder of this instance's sandboxes: a claim's sandbox is `home/<id>`."""
 
-    def __init__(self, folder: Path, base: int, count: int) -> None:
+    def __init__(self, folder: Path, base: int, count: int, home: Path) -> None:
         self.folder = folder
         self.base = base
         self.count = count
+        self.home = home
 
     def claim(self, owner: str) -> int:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         start = int.from_bytes(hashlib.sha256(owner.encode()).digest()[:4], "big") % self.count
         for step in range(self.count):
             uid = self.base + (start + step) % self.count
@@ -34,60 +53,65 @@ class UidSlots:
             except FileExistsError:
                 continue
             with os.fdopen(fd, "w") as handle:
-                handle.write(f"{owner}\n{this_process()}")
+                handle.write(f"{owner}\n{this_process()}\n{self.home}")
             return uid
         raise SandboxCreateError(f"all {self.count} sandbox uids are in use")
 
-    def reap(self, alive: Callable[[str], bool], grace_s: float) -> list[int]:
-        """Free the uids whose owner is not alive (a worker killed between claiming a uid and
-        creating its sandbox leaves such a claim) and whose claiming process is gone or that were
-        claimed over `grace_s` ago (a create in progress elsewhere has claimed its uid but not
-        yet made its folder)."""
+    def reap(self, grace_s: float) -> list[int]:
+        """Free the uids whose sandbox folder does not exist (a worker killed between claiming a
+        uid and creating its sandbox leaves such a claim, here or in another instance on this
+        host) and whose claiming process is gone or that were claimed over `grace_s` ago (a
+        create in progress has claimed its uid but not yet made its folder)."""
         freed = []
         now = time.time()
-        for path in self.folder.glob("[0-9]*") if self.folder.is_dir() else ():
-            with contextlib.suppress(OSError, ValueError):
-                owner, process = _claim(path)
-                settled = now - path.stat().st_mtime >= grace_s
-                if not alive(owner) and (settled or (process and is_gone(process))):
-                    path.unlink()
-                    freed.append(int(path.name))
+        for claim in self.claims():
+            with contextlib.suppress(OSError):
+                exists = ((claim.home or self.home) / claim.owner).exists()
+                settled = now - claim.path.stat().st_mtime >= grace_s
+                if not exists and (settled or (claim.process and is_gone(claim.process))):
+                    claim.path.unlink()
+                    freed.append(claim.uid)
         return freed
 
     def release(self, uid: int, owner: str) -> None:
-        path = self.folder / str(uid)
-        with contextlib.suppress(FileNotFoundError):
-            if _claim(path)[0] == owner:
-                path.unlink()
+        with contextlib.suppress(OSError):
+            claim = read_claim(self.folder / str(uid))
+            if self.mine(claim, owner):
+                claim.path.unlink()
 
     def uid_of(self, owner: str) -> int | None:
         """The uid `owner` claimed, if any."""
         found = self._claim_of(owner)
-        return int(found[0].name) if found else None
+        return found.uid if found else None
 
     def process_of(self, owner: str) -> str | None:
         """The process that claimed a uid for `owner` ("" if not recorded), None without a claim."""
         found = self._claim_of(owner)
-        return found[1] if found else None
+        return found.process if found else None
 
     def release_owner(self, owner: str) -> None:
         """Free whatever `owner` claimed (its uid unknown: it was cut off before recording it)."""
         found = self._claim_of(owner)
         if found:
-            found[0].unlink(missing_ok=True)
+            found.path.unlink(missing_ok=True)
 
-    def _claim_of(self, owner: str) -> tuple[Path, str] | None:
-        """`owner`'s claim file and the process that made it (one claim per owner)."""
+    def claims(self) -> list[Claim]:
+        """Every readable claim on the host."""
+        found = []
         for path in self.folder.glob("[0-9]*") if self.folder.is_dir() else ():
-            with contextlib.suppress(OSError):
-                claimed_by, process = _claim(path)
-                if claimed_by == owner:
-                    return path, process
-        return None
+            with contextlib.suppress(OSError, ValueError):
+                found.append(read_claim(path))
+        return found
+
+    def mine(self, claim: Claim, owner: str) -> bool:
+        return claim.owner == owner and claim.home in (None, self.home)
+
+    def _claim_of(self, owner: str) -> Claim | None:
+        """`owner`'s claim (one claim per owner)."""
+        return next((claim for claim in self.claims() if self.mine(claim, owner)), None)
 
 
-def _claim(path: Path) -> tuple[str, str]:
-    """The owner of a claim file and the process that claimed it ("" in files written before
-    the process was recorded)."""
-    owner, _, process = path.read_text().partition("\n")
-    return owner, process
+def read_claim(path: Path) -> Claim:
+    owner, _, rest = path.read_text().partition("\n")
+    process, _, home = rest.partition("\n")
+    return Claim(path, owner, process, Path(home) if home else None)
