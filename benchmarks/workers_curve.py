@@ -2,8 +2,10 @@
 in one run, each in its own process with its own dev server; prints cells per second per worker
 count and the ratio to one worker, and writes an SVG plot (benchmarks/workers_curve.svg). Usage:
 
-    .venv/bin/python benchmarks/workers_curve.py [--workers 1 2 4] [--svg PATH]
+    .venv/bin/python benchmarks/workers_curve.py [--workers 1 2 4] [--svg PATH] [--write]
         [-- ORCHESTRATION OPTIONS, e.g. --provider process --cases 100 --memory]
+
+`--write` puts the table in benchmarks/RESULTS.md, section "workers-curve" (`--section`).
 
 A Python worker uses one core at most, so on a 2-core machine the curve flattens after two
 workers (and earlier when the machine is shared): the plot says what the host allows, not the
@@ -16,8 +18,11 @@ import argparse
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from results_file import write_section
 
 HERE = Path(__file__).resolve().parent
 
@@ -103,10 +108,55 @@ def svg(points: list[Point], title: str) -> str:
     return "\n".join(parts) + "\n"
 
 
+def table(points: list[Point]) -> list[str]:
+    """One row per worker count; the ratio is cells/s against the first point's."""
+    first = points[0]
+    lines = [
+        "| worker processes | wall | cells/s | vs 1 worker | stored results | load before "
+        "| load after |",
+        "|---:|---:|---:|---:|---|---|---|",
+    ]
+    for p in points:
+        stored = figure(p.output, "stored results").split(" {")[0]
+        after = figure(p.output, "machine").split("after: ")[-1]
+        lines.append(
+            f"| {p.workers} | {p.wall_s:.1f} s | {p.cells_per_s:.1f} | "
+            f"{p.cells_per_s / first.cells_per_s:.2f}x | {stored} | {figure(p.output, 'before')} "
+            f"| {after} |"
+        )
+    return lines
+
+
+def section(points: list[Point], extra: list[str], svg_path: Path) -> str:
+    first = points[0]
+    commit = re.search(r"commit (\S+);", figure(first.output, "machine"))
+    command = ["--workers", *(str(p.workers) for p in points), "--write"]
+    command += ["--", *extra] if extra else []
+    header = f"`.venv/bin/python benchmarks/workers_curve.py {' '.join(command)}`"
+    lines = [
+        header,
+        "",
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+        f"{figure(first.output, 'machine').split(';')[0]}; commit "
+        f"{commit.group(1) if commit else 'unknown'}; {figure(first.output, 'cells')}",
+        "",
+        *table(points),
+        "",
+        f"Plot: [{svg_path.name}]({svg_path.name}) (dashed: linear from one worker).",
+    ]
+    peaks = [(p.workers, re.findall(r"^peak RSS.*$", p.output, re.MULTILINE)) for p in points]
+    for workers, found in peaks:
+        if found:
+            lines += ["", f"{workers} worker process(es): " + "; ".join(found)]
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--svg", type=Path, default=HERE / "workers_curve.svg")
+    parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    parser.add_argument("--section", default="workers-curve")
     parser.add_argument("extra", nargs=argparse.REMAINDER, help="orchestration.py options")
     options = parser.parse_args()
     extra = [a for a in options.extra if a != "--"]
@@ -117,17 +167,12 @@ def main() -> None:
         points.append(point)
     first = points[0]
     print(f"\nworkers curve ({figure(first.output, 'cells')}):")
-    print("| worker processes | wall | cells/s | vs 1 worker | load after |")
-    print("|---:|---:|---:|---:|---|")
-    for p in points:
-        after = figure(p.output, "machine").split("after: ")[-1]
-        print(
-            f"| {p.workers} | {p.wall_s:.1f} s | {p.cells_per_s:.1f} | "
-            f"{p.cells_per_s / first.cells_per_s:.2f}x | {after} |"
-        )
+    print("\n".join(table(points)))
     title = f"evalbot workers curve: {figure(first.output, 'cells')}"
     options.svg.write_text(svg(points, title.replace("&", "and")))
     print(f"plot: {options.svg}")
+    if options.write:
+        write_section(options.section, section(points, extra, options.svg))
 
 
 if __name__ == "__main__":

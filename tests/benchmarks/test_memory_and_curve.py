@@ -95,3 +95,31 @@ def test_the_curve_reads_the_figures_and_plots_them(modules: tuple[ModuleType, M
     assert len(dots) == 2 and heights[1] < heights[0]  # more cells/s is higher on the page
     labels = [t.firstChild.nodeValue for t in plot.getElementsByTagName("text") if t.firstChild]
     assert "40.0" in labels and "50.0" in labels
+
+
+def curve_output(wall: float, rate: float, load_before: str) -> str:
+    return (
+        f"before: load {load_before}\n"
+        "machine: vm x86_64, 2 cores; commit abc1234; after: load 3.00 2.00 1.00\n"
+        "cells: 2000 (100 cases x 4 arms x 5 trials), provider process\n"
+        "stored results: 2000 {'scored': 2000}; scored 2000\n"
+        f"wall time: {wall} s\ncells per second: {rate}\n"
+    )
+
+
+def test_the_written_section_is_the_points_with_their_ratio(
+    modules: tuple[ModuleType, ModuleType], tmp_path: Path
+) -> None:
+    _, curve = modules
+    points = [
+        curve.Point(1, 50.0, 40.0, curve_output(50.0, 40.0, "0.50 0.40 0.30")),
+        curve.Point(2, 40.0, 50.0, curve_output(40.0, 50.0, "1.50 0.60 0.40")),
+    ]
+    text = curve.section(points, ["--provider", "process"], tmp_path / "plot.svg")
+    assert "`.venv/bin/python benchmarks/workers_curve.py --workers 1 2 --write -- " in text
+    assert "vm x86_64, 2 cores; commit abc1234; 2000 (100 cases" in text
+    assert (
+        "| 1 | 50.0 s | 40.0 | 1.00x | 2000 | load 0.50 0.40 0.30 | load 3.00 2.00 1.00 |" in text
+    )
+    assert "| 2 | 40.0 s | 50.0 | 1.25x | 2000 | load 1.50 0.60 0.40 |" in text
+    assert "[plot.svg](plot.svg)" in text
