@@ -18,11 +18,14 @@ import argparse
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from results_file import write_section
+
+from workflows.file_systems import file_system_of
 
 HERE = Path(__file__).resolve().parent
 
@@ -128,7 +131,7 @@ def table(points: list[Point]) -> list[str]:
 
 
 def section(points: list[Point], extra: list[str], svg_path: Path) -> str:
-    first = points[0]
+    first, scratch = points[0], tempfile.gettempdir()
     commit = re.search(r"commit (\S+);", figure(first.output, "machine"))
     command = ["--workers", *(str(p.workers) for p in points), "--write"]
     command += ["--", *extra] if extra else []
@@ -138,7 +141,8 @@ def section(points: list[Point], extra: list[str], svg_path: Path) -> str:
         "",
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
         f"{figure(first.output, 'machine').split(';')[0]}; commit "
-        f"{commit.group(1) if commit else 'unknown'}; {figure(first.output, 'cells')}",
+        f"{commit.group(1) if commit else 'unknown'}; {figure(first.output, 'cells')}; "
+        f"temporary folder {scratch} ({file_system_of(scratch).describe()})",
         "",
         *table(points),
         "",

@@ -118,6 +118,7 @@ def test_the_written_section_is_the_points_with_their_ratio(
     text = curve.section(points, ["--provider", "process"], tmp_path / "plot.svg")
     assert "`.venv/bin/python benchmarks/workers_curve.py --workers 1 2 --write -- " in text
     assert "vm x86_64, 2 cores; commit abc1234; 2000 (100 cases" in text
+    assert "; temporary folder /" in text
     assert (
         "| 1 | 50.0 s | 40.0 | 1.00x | 2000 | load 0.50 0.40 0.30 | load 3.00 2.00 1.00 |" in text
     )
