@@ -239,13 +239,12 @@ PEERS_ROWS: dict[str, Callable[[str], bool]] = {  # peers.py's row names
 }
 
 
-def peers_summary(document: str) -> str:
+def peers_summary(readings: list[PeersReading]) -> str:
     """One row per peers.py section and the reading closest to each of issue 24's goals."""
 
     def cell(value: float | None, unit: str = "") -> str:
         return "—" if value is None else f"{value:.{1 if unit else 2}f}{unit}"
 
-    readings = peers_readings(document)
     lines = [
         "**Across file systems** (derived from the peers sections above by "
         "`benchmarks/results_check.py --write`)",
@@ -300,8 +299,8 @@ def derived(document: str) -> dict[str, str]:
     found = {}
     if "### Session 4" in document:
         found[BATCHES] = batches_summary(document)
-    if peers_readings(document):
-        found[PEERS_SUMMARY] = peers_summary(document)
+    if readings := peers_readings(document):
+        found[PEERS_SUMMARY] = peers_summary(readings)
     return found
 
 

@@ -210,7 +210,7 @@ def test_the_peers_summary_follows_the_peers_sections(checker: ModuleType, docum
     assert checker.check(edited) == [
         "peers-summary: not what the rows above it give (results_check.py --write)"
     ]
-    summary = checker.peers_summary(edited)
+    summary = checker.peers_summary(checker.peers_readings(edited))
     ratio = float(faster) / float(process[1])
     assert f"| {faster} s |" in summary and f"| {ratio:.2f} |" in summary
     assert f"closest {ratio:.2f} (peers, `local` {faster} s)" in summary
@@ -236,7 +236,7 @@ def test_the_peers_summary_counts_a_met_goal(checker: ModuleType) -> None:
         results_file.render("peers", section("/tmp", 40.0, 80.0, 30.0)),
         results_file.render("peers-fast", section("/dev/shm", 30.0, 39.0, 31.0)),
     ])  # fmt: skip
-    lines = checker.peers_summary(document).splitlines()
+    lines = checker.peers_summary(checker.peers_readings(document)).splitlines()
     assert "- `process` ÷ Inspect local (goal ≤ 1.00): met in 2 of 4 rows (one worker and per " \
            "core); closest 0.97 (peers-fast, one worker)" in lines  # fmt: skip
     assert "- `local` ÷ `process` (goal ≤ 1.35 and ≤ 55 s): met in 1 of 2 runs; closest 1.30 " \

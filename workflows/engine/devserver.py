@@ -28,6 +28,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from workflows.process_owned import is_gone, this_process
+
 READY_TIMEOUT_S = 30.0
 STOPPING_WAIT_S = 60.0
 
@@ -82,8 +84,7 @@ class DevServer:
 
     def start(self) -> DevServer:
         self.db_file.parent.mkdir(parents=True, exist_ok=True)
-        if self.lock_fd is None:
-            self.lock_fd = claim_lock(self.lock_file, self.db_file, self.address)
+        self.lock_fd = claim_lock(self.lock_file, self.db_file, self.address)  # refused if held
         log = (self.db_file.parent / "temporal.log").open("ab")
         try:
             self.process = subprocess.Popen(
@@ -152,8 +153,8 @@ class DevServer:
 
 
 def claim_lock(lock_file: Path, db_file: Path, address: str) -> int:
-    """An open descriptor holding `lock_file` exclusively, with this process and `address`
-    written in it; DevServerBusy while another live process holds it."""
+    """An open descriptor holding `lock_file` exclusively, with this process (`this_process`)
+    and `address` written in it; DevServerBusy while a process that is not gone holds it."""
     fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     deadline = time.monotonic() + STOPPING_WAIT_S
     while True:
@@ -162,36 +163,27 @@ def claim_lock(lock_file: Path, db_file: Path, address: str) -> int:
             break
         except BlockingIOError:
             holder = lock_holder(fd)
-            if (holder and pid_alive(holder[0])) or time.monotonic() > deadline:
+            if (holder and not is_gone(holder[0])) or time.monotonic() > deadline:
                 os.close(fd)
                 raise DevServerBusy(busy_message(db_file, holder)) from None
             time.sleep(0.2)  # its starter is gone: the server is stopping
     os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()} {address}\n".encode(), 0)
+    os.pwrite(fd, f"{this_process()} {address}\n".encode(), 0)
     return fd
 
 
-def lock_holder(fd: int) -> tuple[int, str] | None:
-    """The starter's pid and the server's address, as the holder of the lock wrote them."""
+def lock_holder(fd: int) -> tuple[str, str] | None:
+    """The starter (`this_process` form) and the server's address, as the holder wrote them."""
     words = os.pread(fd, 200, 0).decode(errors="replace").split()
-    return (int(words[0]), words[1]) if len(words) == 2 and words[0].isdigit() else None
+    return (words[0], words[1]) if len(words) == 2 else None
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def busy_message(db_file: Path, holder: tuple[int, str] | None) -> str:
-    if holder is None or not pid_alive(holder[0]):
+def busy_message(db_file: Path, holder: tuple[str, str] | None) -> str:
+    if holder is None or is_gone(holder[0]):
         who = f"a dev server that did not stop within {STOPPING_WAIT_S:g} s"
     else:
-        who = f"evalbot process {holder[0]} ({command_line(holder[0])}) at {holder[1]}"
+        pid = int(holder[0].partition("-")[0])
+        who = f"evalbot process {pid} ({command_line(pid)}) at {holder[1]}"
     return (
         f"{db_file} is in use by {who}: one data folder serves one evalbot command at a time. "
         "Wait for that command to finish, or give this one its own folder (EVALBOT_DATA_DIR)."

@@ -194,7 +194,8 @@ async def test_a_sandbox_cut_off_by_a_dead_worker_is_listed_for_the_host_reaping
     sandbox.layout.meta.unlink()
     assert sandbox.id not in [found.id for found in await provider.run_sandboxes()]
     claim = provider.slots.folder / str(sandbox.uid)
-    claim.write_text(f"{sandbox.id}\n1-1")  # pid 1 under another start time: a process gone
+    # pid 1 under another start time: a process gone
+    claim.write_text(f"{sandbox.id}\n1-1\n{provider.sandbox_dir}")
 
     listed = [found for found in await provider.run_sandboxes() if found.id == sandbox.id]
     assert [(found.experiment, found.run) for found in listed] == [("", "")]

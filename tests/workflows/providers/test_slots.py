@@ -89,3 +89,20 @@ def test_two_instances_share_the_hosts_uids(tmp_path: Path) -> None:
     assert second.uid_of("run-b") == theirs and first.uid_of("run-b") is None
     second.release(theirs, "run-b")
     assert first.claim("run-e") in (theirs, their_orphan)
+
+
+def test_a_claim_being_written_and_stray_files_are_left_alone(tmp_path: Path) -> None:
+    """`claim` creates its file, then writes it: a reap in between must neither free the uid
+    nor fail, and a stray file whose name starts with a digit is no claim."""
+    slots = UidSlots(tmp_path / "uids", base=100_000, count=1_000, home=tmp_path / "sandboxes")
+    slots.claim("first")  # makes the folder
+    being_written, stray = tmp_path / "uids" / "100500", tmp_path / "uids" / "1x"
+    being_written.touch()
+    stray.write_text("not a claim")
+    old = time.time() - 120
+    for path in (being_written, stray):
+        os.utime(path, (old, old))
+
+    assert slots.reap(grace_s=60) == []
+    assert being_written.exists() and stray.exists()
+    assert [claim.owner for claim in slots.claims()] == ["first"]

@@ -25,8 +25,8 @@ HOST_UID_DIR = Path("/run/evalbot/uids")  # tmpfs: no sandbox process outlives a
 class Claim:
     path: Path
     owner: str  # the sandbox id
-    process: str  # the claiming process ("" in files written before it was recorded)
-    home: Path | None  # the folder of sandboxes it belongs to (None before it was recorded)
+    process: str  # the claiming process (workflows/process_owned.py)
+    home: Path  # the folder of sandboxes it belongs to
 
     @property
     def uid(self) -> int:
@@ -66,7 +66,7 @@ class UidSlots:
         now = time.time()
         for claim in self.claims():
             with contextlib.suppress(OSError):
-                exists = ((claim.home or self.home) / claim.owner).exists()
+                exists = (claim.home / claim.owner).exists()
                 settled = now - claim.path.stat().st_mtime >= grace_s
                 if not exists and (settled or (claim.process and is_gone(claim.process))):
                     claim.path.unlink()
@@ -96,15 +96,16 @@ class UidSlots:
             found.path.unlink(missing_ok=True)
 
     def claims(self) -> list[Claim]:
-        """Every readable claim on the host."""
+        """Every complete claim on the host (a claim being written is skipped)."""
         found = []
-        for path in self.folder.glob("[0-9]*") if self.folder.is_dir() else ():
+        for path in self.folder.iterdir() if self.folder.is_dir() else ():
             with contextlib.suppress(OSError, ValueError):
-                found.append(read_claim(path))
+                if path.name.isdigit():
+                    found.append(read_claim(path))
         return found
 
     def mine(self, claim: Claim, owner: str) -> bool:
-        return claim.owner == owner and claim.home in (None, self.home)
+        return claim.owner == owner and claim.home == self.home
 
     def _claim_of(self, owner: str) -> Claim | None:
         """`owner`'s claim (one claim per owner)."""
@@ -112,6 +113,8 @@ class UidSlots:
 
 
 def read_claim(path: Path) -> Claim:
-    owner, _, rest = path.read_text().partition("\n")
-    process, _, home = rest.partition("\n")
-    return Claim(path, owner, process, Path(home) if home else None)
+    """ValueError for a file that does not hold the three lines `claim` writes."""
+    owner, process, home = path.read_text().split("\n")
+    if not (owner and process and home):
+        raise ValueError(f"incomplete claim {path}")
+    return Claim(path, owner, process, Path(home))
