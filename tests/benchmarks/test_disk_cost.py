@@ -1,0 +1,44 @@
+"""benchmarks/disk_cost.py: a short real run times both ways with the larger mount table and
+leaves nothing mounted.
+
+Broken builds caught: a kept disk that is not emptied between cells (the next cell's files
+already exist and the run stops); extra disks that never reach the mount table (the table line
+would count as many entries as before); a disk of a cell, the kept disk or the quota probe's disk
+left mounted."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture
+def disk_cost(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import disk_cost
+
+    return disk_cost
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/dev/loop-control").exists() or not shutil.which("mkfs.ext4"),
+    reason="needs root, loop devices and e2fsprogs",
+)
+def test_a_short_run_times_both_ways_and_leaves_nothing_mounted(disk_cost: ModuleType) -> None:
+    before = disk_cost.mount_count()
+    text = "\n".join(disk_cost.run(cycles=3, extra_mounts=2))
+    for way in (disk_cost.OWN, disk_cost.KEPT):
+        row = re.search(rf"^\| {way} \| ([\d.]+) ms \| ([\d.]+) ms \|$", text, re.MULTILINE)
+        assert row is not None, text
+        assert float(row[1]) > 0 and float(row[2]) > 0
+    # the two extra disks and the kept disk were in the table while the cycles ran
+    assert f"Mount table while measuring: {before + 3} entries." in text
+    assert "ext4 project quotas: " in text
+    assert disk_cost.mount_count() == before
