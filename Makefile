@@ -58,8 +58,13 @@ actionlint:
 results-check:
 	$(PY) benchmarks/results_check.py
 
+# Most tests in TEST_PROCESSES processes at once (a test file stays in one), then the few that read
+# host-wide state other tests change (`serial`), alone. TEST_PROCESSES=0: all in this process.
+TEST_PROCESSES ?= 3
 unit:
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider --durations=30
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_PROCESSES) --dist loadfile --durations=30 \
+	  -m "not serial"
+	$(PY) -m pytest -q -p no:cacheprovider -m serial
 
 # The Modal tests alone: the real `modal` SDK against the wire-level test server
 # (tests/fakes/modal_server). CI runs them on the lowest and highest SDK pyproject allows.

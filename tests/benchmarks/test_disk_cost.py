@@ -27,6 +27,7 @@ def disk_cost(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     return disk_cost
 
 
+@pytest.mark.serial  # counts the host's whole mount table: no other test may mount meanwhile
 @pytest.mark.skipif(
     os.geteuid() != 0 or not Path("/dev/loop-control").exists() or not shutil.which("mkfs.ext4"),
     reason="needs root, loop devices and e2fsprogs",

@@ -56,6 +56,7 @@ def test_summary_lines_are_the_differences_of_the_medians(isolation_cost: Module
     assert "mount table 21 entries as is, 149 with the extra disks" in text
 
 
+@pytest.mark.serial  # counts the host's whole mount table: no other test may mount meanwhile
 @pytest.mark.skipif(
     os.geteuid() != 0 or not Path("/dev/loop-control").exists() or not shutil.which("bwrap"),
     reason="needs root, loop devices and bubblewrap",

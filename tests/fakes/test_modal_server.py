@@ -391,7 +391,7 @@ def test_a_creation_abandoned_mid_launch_completes_and_the_stop_kills_it(tmp_pat
     root = tmp_path / "cloud"
     with running_modal_server(root) as server:
         server.configure(launch_delay_s=2.0)
-        client = creating_client(server)
+        client = creating_client(server, tmp_path / "first.log")
         try:
             deadline = time.monotonic() + 30
             while not container_processes(root) and time.monotonic() < deadline:
@@ -404,12 +404,16 @@ def test_a_creation_abandoned_mid_launch_completes_and_the_stop_kills_it(tmp_pat
         [meta] = server.cloud.sandbox_metas()
         assert meta["monitor"] is not None and meta["finish"] is None
         server.configure(launch_delay_s=3.0)
-        second = creating_client(server)
+        second = creating_client(server, tmp_path / "second.log")
         try:
             deadline = time.monotonic() + 30
             while len(container_processes(root)) < 2 and time.monotonic() < deadline:
                 time.sleep(0.05)  # until its container is up (its pid is recorded 3 s later)
-            assert len(container_processes(root)) >= 2, "the second container never started"
+            assert len(container_processes(root)) >= 2, (
+                f"the second container never started; its client's exit: {second.poll()}, "
+                f"its output: {(tmp_path / 'second.log').read_text()[-2000:]!r}; the server's "
+                f"sandboxes: {server.cloud.sandbox_metas()}"
+            )
             server.stop()
             left = container_processes(root)
         finally:
@@ -422,16 +426,17 @@ def test_a_creation_abandoned_mid_launch_completes_and_the_stop_kills_it(tmp_pat
         kill_containers(left)
 
 
-def creating_client(server: ModalTestServer) -> subprocess.Popen[bytes]:
-    """Another process whose real SDK creates one sandbox on `server`."""
+def creating_client(server: ModalTestServer, log: Path) -> subprocess.Popen[bytes]:
+    """Another process whose real SDK creates one sandbox on `server`, its output in `log`."""
     script = (
         "import modal\n"
         "app = modal.App.lookup('abandoned', create_if_missing=True)\n"
         "modal.Sandbox.create(app=app, timeout=120)\n"
     )
-    return subprocess.Popen(
-        [sys.executable, "-c", script],
-        env={**os.environ, **server.env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    with log.open("wb") as output:  # the child keeps its own copy
+        return subprocess.Popen(
+            [sys.executable, "-c", script],
+            env={**os.environ, **server.env},
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
