@@ -57,9 +57,9 @@ def test_a_killed_starter_takes_its_dev_server_with_it(tmp_path: Path) -> None:
         starter.kill()
         starter.wait()
         deadline = time.monotonic() + 60
-        while server_pid in processes() and processes()[server_pid].start == server.start:
+        while (now := processes().get(server_pid)) is not None and now.start == server.start:
             assert time.monotonic() < deadline, "the dev server outlived its starter"
-            time.sleep(0.2)
+            time.sleep(0.2)  # one reading per check: the server may go between two
     finally:
         if starter.poll() is None:
             starter.kill()
