@@ -13,6 +13,12 @@ from bench_figures import commit, host, load
 Timings = dict[str, tuple[list[float], list[float]]]  # name -> (wall seconds, CPU seconds)
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of the children waited for so far (user + system)."""
+    mine = resource.getrusage(resource.RUSAGE_SELF)
+    return mine.ru_utime + mine.ru_stime + children_cpu()
+
+
 def children_cpu() -> float:
     """CPU seconds of the children waited for so far (user + system)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)

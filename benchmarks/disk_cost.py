@@ -7,9 +7,9 @@ times that cycle with the product's functions (DiskTemplates.copy and create_dis
 against what a provider that kept one mounted disk per slot would do instead: remove every entry
 the last cell left. Both ways then make the same few files (a world with one document, /out), so
 both pay for them. Cycles alternate so both see the same load; the script prints the median wall
-and CPU time (this process: the mount and unmount system calls run in it) of each, with
-`--extra-mounts` (default 128, a worker's cells in flight) more disks in the mount table, as a
-worker has while it works.
+and CPU time of each (this process, where the mount and unmount system calls run, and its
+children), with `--extra-mounts` (default 128, a worker's cells in flight) more disks in the
+mount table, as a worker has while it works.
 
 It also says whether this kernel gives ext4 project quotas (`mount -o prjquota` of a disk
 formatted with `-O quota,project`): the way to cap a sandbox folder's size without a disk of its
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from alternated import Timings, median_table
+from alternated import Timings, cpu_seconds, median_table
 from isolation_cost import extra_disks, mount_count
 from results_file import write_section
 
@@ -44,11 +43,6 @@ DISK_MB = 64
 OWN = "a disk of its own"  # template copy, loop device, mount; unmount, delete
 KEPT = "one kept disk, emptied"  # every entry the cell left removed
 Cycle = Callable[[int], Awaitable[None]]
-
-
-def own_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def fill(root: Path) -> None:
@@ -102,9 +96,9 @@ async def measure(cycles: int, scratch: Path) -> tuple[Timings, int]:
         await ways.own_disk(-1)  # the template is formatted once, outside the figures
         for index in range(cycles):
             for name, cycle in sides.items():
-                cpu, wall = own_cpu(), time.perf_counter()
+                cpu, wall = cpu_seconds(), time.perf_counter()
                 await cycle(index)
-                wall, cpu = time.perf_counter() - wall, own_cpu() - cpu
+                wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
                 walls, cpus = timings.setdefault(name, ([], []))
                 walls.append(wall)
                 cpus.append(cpu)
@@ -128,9 +122,18 @@ def project_quotas(scratch: Path) -> str:
         return "ext4 project quotas: available on this kernel (`mount -o prjquota` succeeded)."
     return (
         "ext4 project quotas: not available on this kernel (`mount -o prjquota` of a disk "
-        f"formatted with `-O quota,project` exits {mount.returncode}; the kernel log says why, "
-        "e.g. a kernel built without CONFIG_QUOTA)."
+        f"formatted with `-O quota,project` exits {mount.returncode}; kernel log: "
+        f"{kernel_says_why()})."
     )
+
+
+def kernel_says_why() -> str:
+    """The kernel log's last line about quotas, or why there is none to quote."""
+    log = subprocess.run(["dmesg"], capture_output=True, text=True, check=False)
+    lines = [line for line in log.stdout.splitlines() if "quota" in line.lower()]
+    if log.returncode != 0 or not lines:
+        return "not readable here" if log.returncode != 0 else "nothing about quotas"
+    return "`" + lines[-1].partition("] ")[2].strip() + "`"
 
 
 def run(cycles: int, extra_mounts: int) -> list[str]:

@@ -13,7 +13,6 @@ it waited for) and in-process ÷ cp.
 from __future__ import annotations
 
 import argparse
-import resource
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from alternated import Timings, median_table
+from alternated import Timings, cpu_seconds, median_table
 from results_file import write_section
 from trivial_matter import write_catalog
 
@@ -41,12 +40,6 @@ def with_cp(source: Path, dest: Path) -> None:
 
 def in_process(source: Path, dest: Path) -> None:
     copy_world_blocking(source, dest)
-
-
-def cpu_seconds() -> float:
-    mine = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return mine.ru_utime + mine.ru_stime + children.ru_utime + children.ru_stime
 
 
 def measure(copies: int, scratch: Path) -> Timings:

@@ -36,10 +36,14 @@ def this_process() -> str:
 
 def is_gone(process: str) -> bool:
     """True when no process of that name (see `this_process`) runs on this host."""
-    pid, _, start = process.partition("-")
-    if not pid.isdigit():
-        return True
-    return str(start_time(int(pid))) != start
+    pid, start = process_pid(process), process.partition("-")[2]
+    return pid is None or str(start_time(pid)) != start
+
+
+def process_pid(process: str) -> int | None:
+    """The pid in a process name (see `this_process`); None if it holds none."""
+    pid = process.partition("-")[0]
+    return int(pid) if pid.isdigit() else None
 
 
 def staging_path(final: Path) -> Path:

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from workflows.process_owned import is_gone, this_process
+from workflows.process_owned import is_gone, process_pid, this_process
 
 READY_TIMEOUT_S = 30.0
 STOPPING_WAIT_S = 60.0
@@ -179,10 +179,10 @@ def lock_holder(fd: int) -> tuple[str, str] | None:
 
 
 def busy_message(db_file: Path, holder: tuple[str, str] | None) -> str:
-    if holder is None or is_gone(holder[0]):
+    pid = None if holder is None or is_gone(holder[0]) else process_pid(holder[0])
+    if holder is None or pid is None:
         who = f"a dev server that did not stop within {STOPPING_WAIT_S:g} s"
     else:
-        pid = int(holder[0].partition("-")[0])
         who = f"evalbot process {pid} ({command_line(pid)}) at {holder[1]}"
     return (
         f"{db_file} is in use by {who}: one data folder serves one evalbot command at a time. "

@@ -68,7 +68,7 @@ class UidSlots:
             with contextlib.suppress(OSError):
                 exists = (claim.home / claim.owner).exists()
                 settled = now - claim.path.stat().st_mtime >= grace_s
-                if not exists and (settled or (claim.process and is_gone(claim.process))):
+                if not exists and (settled or is_gone(claim.process)):
                     claim.path.unlink()
                     freed.append(claim.uid)
         return freed
