@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import statistics
+import threading
 import time
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +22,9 @@ from workflows.providers.base import ProviderRefused, SandboxCreateError, Sandbo
 from workflows.providers.local import LocalProvider, LocalSandbox
 from workflows.providers.local.cgroups import CONTROLLERS
 from workflows.providers.local.cgroups_v2 import own_cgroup
+from workflows.providers.local.disk import boot_time
 from workflows.providers.local.no_cgroups import processes_of
+from workflows.providers.local.stage_timer import StageTimer
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -78,7 +84,13 @@ async def test_attach_after_a_reboot_remounts_the_disk(mode_kit: Kit) -> None:
     await sandbox.cgroups.remove()
     done = await asyncio.create_subprocess_exec("umount", str(sandbox.layout.root))
     assert await done.wait() == 0
-    again = await mode_kit.make().attach(sandbox.id)
+    with pytest.raises(SandboxNotFound):  # unmounted since the boot: not mounted again
+        await mode_kit.make().attach(sandbox.id)
+    before_boot = boot_time() - 60
+    os.utime(sandbox.disk_image, (before_boot, before_boot))  # last written before a reboot
+    twice = [mode_kit.make().attach(sandbox.id) for _ in range(2)]  # two workers at once
+    again, _ = await asyncio.gather(*twice)
+    assert mounts_at(sandbox.layout.root) == 1
     assert (await again.read_file("/out/answer.md")).startswith(b"42")
     assert not await again.runner_alive()
     await again.terminate()
@@ -124,6 +136,8 @@ async def test_a_sandbox_cut_off_before_its_metadata_is_removed_whole(mode_kit: 
     await sandbox.start("sleep 600")  # still running when its worker was killed
     assert processes_of(sandbox.uid)
     sandbox.layout.meta.unlink()
+    assert await provider.sandboxes_of(run_id) == []  # its claimer lives: a create in progress
+    claim_by_a_dead_worker(provider, sandbox)
     with pytest.raises(SandboxNotFound):
         await provider.attach(sandbox.id)
     assert await provider.sandboxes_of(run_id) == [sandbox.id]
@@ -193,9 +207,7 @@ async def test_a_sandbox_cut_off_by_a_dead_worker_is_listed_for_the_host_reaping
     assert isinstance(sandbox, LocalSandbox)
     sandbox.layout.meta.unlink()
     assert sandbox.id not in [found.id for found in await provider.run_sandboxes()]
-    claim = provider.slots.folder / str(sandbox.uid)
-    # pid 1 under another start time: a process gone
-    claim.write_text(f"{sandbox.id}\n1-1\n{provider.sandbox_dir}")
+    claim = claim_by_a_dead_worker(provider, sandbox)
 
     listed = [found for found in await provider.run_sandboxes() if found.id == sandbox.id]
     assert [(found.experiment, found.run) for found in listed] == [("", "")]
@@ -204,6 +216,14 @@ async def test_a_sandbox_cut_off_by_a_dead_worker_is_listed_for_the_host_reaping
     assert not sandbox.layout.root.exists() and not sandbox.disk_image.exists()
     assert not claim.exists()
     assert sandbox.id not in [found.id for found in await provider.run_sandboxes()]
+
+
+def claim_by_a_dead_worker(provider: LocalProvider, sandbox: LocalSandbox) -> Path:
+    """Rewrite the sandbox's uid claim as made by a process that is gone (pid 1 under another
+    start time): what a worker killed mid-create leaves."""
+    claim = provider.slots.folder / str(sandbox.uid)
+    claim.write_text(f"{sandbox.id}\n1-1\n{provider.sandbox_dir}")
+    return claim
 
 
 def test_half_made_runner_and_etc_copies_of_a_dead_worker_are_reaped(tmp_path: Path) -> None:
@@ -250,3 +270,72 @@ async def test_two_data_folders_on_one_host_never_share_a_live_uid(
         assert other.uid == sandbox.uid == 180_000
     finally:
         await other.terminate()
+
+
+Call = Callable[[], Coroutine[Any, Any, None]]
+
+
+class AnotherWorkerAtStage(StageTimer):
+    """When `stage` begins, runs `call` to its end on its own event loop in another thread, the
+    way a second worker on this host would act in the middle of this worker's create."""
+
+    def __init__(self, stage: str, call: Call) -> None:
+        super().__init__()
+        self.at, self.call = stage, call
+        self.ran = False
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        if name == self.at and not self.ran:
+            self.ran = True
+            errors: list[BaseException] = []
+            thread = threading.Thread(target=lambda: run_catching(self.call, errors))
+            thread.start()
+            thread.join()
+            if errors:
+                raise errors[0]
+        with super().stage(name):
+            yield
+
+
+def run_catching(call: Call, errors: list[BaseException]) -> None:
+    try:
+        asyncio.run(call())
+    except BaseException as error:  # told to the test's thread
+        errors.append(error)
+
+
+def mounts_at(folder: Path) -> int:
+    """How many mounts sit at `folder` (a disk mounted twice counts twice)."""
+    lines = Path("/proc/self/mounts").read_text().splitlines()
+    return sum(line.split()[1] == str(folder) for line in lines)
+
+
+async def test_a_create_in_progress_is_neither_listed_nor_mounted_by_another_worker(
+    local_kit: Kit,
+) -> None:
+    """Between making a sandbox's folder and mounting its disk, another worker on the host looks
+    for leftovers of the run (a retried attempt does) and tries to attach it: the create in
+    progress is no leftover, and its disk must not be mounted a second time (two loop devices
+    on one image corrupt it, and a teardown unmounts only the top one)."""
+    run_id = "exp/create-race/arm/0"
+    provider, other = local_kit.make(), local_kit.make()
+    assert isinstance(provider, LocalProvider) and isinstance(other, LocalProvider)
+    seen: dict[str, object] = {}
+
+    async def look_for_leftovers() -> None:
+        (folder,) = [f for f in provider.sandbox_dir.iterdir() if "create-race" in f.name]
+        seen["listed"] = await other.sandboxes_of(run_id)
+        with pytest.raises(SandboxNotFound):
+            await other.attach(folder.name)
+        seen["mounts"] = mounts_at(folder)
+
+    provider.timer = AnotherWorkerAtStage("create: mount", look_for_leftovers)
+    sandbox = await provider.create(local_kit.spec(run_id=run_id))
+    assert isinstance(sandbox, LocalSandbox)
+    try:
+        assert seen == {"listed": [], "mounts": 0}
+        assert mounts_at(sandbox.layout.root) == 1
+    finally:
+        await sandbox.terminate()
+    assert mounts_at(sandbox.layout.root) == 0

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 from workflows.process_owned import reap_partial, staging_path
@@ -171,25 +173,61 @@ async def create_disk(
 
 
 async def mount_disk(image: Path, mountpoint: Path) -> None:
+    await asyncio.to_thread(_mount, image, mountpoint)
+
+
+def _mount(image: Path, mountpoint: Path) -> None:
     try:
-        await asyncio.to_thread(mount_image, image, mountpoint)  # loop_mount.py: no processes
+        mount_image(image, mountpoint)  # loop_mount.py: no processes
     except LoopConfigureUnsupported:  # Linux < 5.8: the same mount through `mount -o loop`
-        await _mount_with_process(image, mountpoint)
+        _mount_with_process(image, mountpoint)
     except OSError as error:
         raise SandboxCreateError(
             f"could not mount the sandbox disk (loop devices?): {error}"
         ) from None
 
 
-async def _mount_with_process(image: Path, mountpoint: Path) -> None:
+def _mount_with_process(image: Path, mountpoint: Path) -> None:
     options = "loop,nosuid,nodev,noatime"
-    code, detail = await _run(
-        [_tool("mount"), "-t", "ext4", "-o", options, str(image), str(mountpoint)]
-    )
-    if code != 0:
+    argv = [_tool("mount"), "-t", "ext4", "-o", options, str(image), str(mountpoint)]
+    done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    if done.returncode != 0:
+        detail = done.stderr.decode(errors="replace").strip()
         raise SandboxCreateError(
             f"could not mount the sandbox disk (loop devices?): {detail[-200:]}"
         )
+
+
+async def remount_after_reboot(image: Path, mountpoint: Path) -> None:
+    """Mount the disk of a sandbox whose mount a reboot undid (its outputs are on it).
+
+    Only a disk last written before the host booted: one written since is being created right
+    now (its folder is made before its disk is mounted) or was unmounted on purpose, and mounting
+    it a second time would put two loop devices on one image, which corrupts it. Workers on one
+    host remount a disk one at a time (a lock on the image)."""
+    await asyncio.to_thread(_remount_after_reboot, image, mountpoint)
+
+
+def _remount_after_reboot(image: Path, mountpoint: Path) -> None:
+    try:
+        fd = os.open(image, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        written = os.fstat(fd).st_mtime
+        if mountpoint.is_dir() and not os.path.ismount(mountpoint) and written < boot_time():
+            _mount(image, mountpoint)
+    finally:
+        os.close(fd)  # and the lock with it
+
+
+def boot_time() -> float:
+    """When the host booted, in seconds since the epoch (/proc/stat)."""
+    for line in Path("/proc/stat").read_text().splitlines():
+        if line.startswith("btime "):
+            return float(line.split()[1])
+    raise OSError("/proc/stat has no btime line")
 
 
 async def remove_disk(image: Path, mountpoint: Path, timer: StageTimer | None = None) -> None:

@@ -81,7 +81,7 @@ from workflows.providers.local.disk import (
     create_disk,
     disk_full,
     disk_size_mb,
-    mount_disk,
+    remount_after_reboot,
     remove_disk,
 )
 from workflows.providers.local.no_cgroups import NoCgroupBackend, looks_out_of_memory, rlimit_prefix
@@ -483,7 +483,12 @@ class LocalProvider(SandboxProvider):
         return self.slots.reap(grace_s)
 
     async def sandboxes_of(self, run_id: str) -> list[str]:
-        return await asyncio.to_thread(sandboxes_of, self.sandbox_dir, run_id)
+        """Not a create in progress: a folder without metadata whose claiming process lives."""
+        return await asyncio.to_thread(self._sandboxes_of, run_id)
+
+    def _sandboxes_of(self, run_id: str) -> list[str]:
+        found = sandboxes_of(self.sandbox_dir, run_id)
+        return [i for i in found if Layout(self.sandbox_dir / i).meta.exists() or self._cut_off(i)]
 
     async def run_sandboxes(self) -> list[RunSandbox]:
         """This host's sandboxes (the host's reaping pass at start, docs/engine.md), and those
@@ -498,10 +503,15 @@ class LocalProvider(SandboxProvider):
         for folder in sorted(self.sandbox_dir.iterdir()) if self.sandbox_dir.is_dir() else ():
             if not ID_PATTERN.fullmatch(folder.name) or Layout(folder).meta.exists():
                 continue
-            process = self.slots.process_of(folder.name)
-            if process is None or (process and is_gone(process)):
+            if self._cut_off(folder.name):
                 found.append(RunSandbox(id=folder.name, experiment="", run=""))
         return found
+
+    def _cut_off(self, sandbox_id: str) -> bool:
+        """Whether a sandbox without metadata is no create in progress: its uid claim is gone,
+        or the process that claimed it is."""
+        process = self.slots.process_of(sandbox_id)
+        return process is None or is_gone(process)
 
     async def remove_leftover(self, sandbox_id: str) -> None:
         """Also one cut off before its metadata was written, or whose metadata is unreadable:
@@ -526,8 +536,8 @@ class LocalProvider(SandboxProvider):
     async def _attach(self, sandbox_id: str) -> LocalSandbox:
         layout = Layout(self.sandbox_dir / check_sandbox_id(sandbox_id))
         image = self.disk_dir / f"{sandbox_id}.ext4"
-        if image.is_file() and layout.root.is_dir() and not os.path.ismount(layout.root):
-            await mount_disk(image, layout.root)  # the host rebooted: outputs are still there
+        if not os.path.ismount(layout.root):
+            await remount_after_reboot(image, layout.root)
         meta = await asyncio.to_thread(read_meta, layout)
         if meta.get("provider") != self.name:
             raise SandboxNotFound(f"sandbox {sandbox_id} was not created by the local provider")

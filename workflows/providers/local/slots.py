@@ -85,7 +85,7 @@ class UidSlots:
         return found.uid if found else None
 
     def process_of(self, owner: str) -> str | None:
-        """The process that claimed a uid for `owner` ("" if not recorded), None without a claim."""
+        """The process that claimed a uid for `owner`, None without a claim."""
         found = self._claim_of(owner)
         return found.process if found else None
 
