@@ -233,19 +233,23 @@ def boot_time() -> float:
 async def remove_disk(image: Path, mountpoint: Path, timer: StageTimer | None = None) -> None:
     """Unmount (lazily if something still holds it) and delete. Safe to repeat."""
     with timed(timer, "teardown: umount"):
-        await _unmount(mountpoint)
+        await asyncio.to_thread(_unmount, mountpoint)
     with timed(timer, "teardown: rm disk"):
-        with contextlib.suppress(FileNotFoundError):
-            mountpoint.rmdir()
-        image.unlink(missing_ok=True)
+        await asyncio.to_thread(_delete, image, mountpoint)
 
 
-async def _unmount(mountpoint: Path) -> None:
+def _unmount(mountpoint: Path) -> None:
     if os.path.ismount(mountpoint):
         try:
-            await asyncio.to_thread(unmount, mountpoint)  # lazily if busy (loop_mount.py)
+            unmount(mountpoint)  # lazily if busy (loop_mount.py)
         except OSError as error:
             raise SandboxError(f"could not unmount the sandbox disk: {error}") from None
+
+
+def _delete(image: Path, mountpoint: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        mountpoint.rmdir()
+    image.unlink(missing_ok=True)
 
 
 def disk_full(mountpoint: Path) -> bool:

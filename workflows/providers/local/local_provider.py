@@ -535,10 +535,11 @@ class LocalProvider(SandboxProvider):
 
     async def _attach(self, sandbox_id: str) -> LocalSandbox:
         layout = Layout(self.sandbox_dir / check_sandbox_id(sandbox_id))
-        image = self.disk_dir / f"{sandbox_id}.ext4"
-        if not os.path.ismount(layout.root):
-            await remount_after_reboot(image, layout.root)
-        meta = await asyncio.to_thread(read_meta, layout)
+        try:
+            meta = await asyncio.to_thread(read_meta, layout)  # on the disk: it is mounted
+        except SandboxNotFound:
+            await remount_after_reboot(self.disk_dir / f"{sandbox_id}.ext4", layout.root)
+            meta = await asyncio.to_thread(read_meta, layout)
         if meta.get("provider") != self.name:
             raise SandboxNotFound(f"sandbox {sandbox_id} was not created by the local provider")
         return LocalSandbox(self, sandbox_id, layout, meta)
