@@ -6,8 +6,9 @@ spawner is started once per provider and forks an already-imported runner per re
 Its runners are detached exactly as `launch_detached` detaches them, so they outlive the worker
 and the spawner alike, and a retried `execute` reattaches to them the same way. The worker talks to
 it over a private socket pair; when the worker dies the spawner sees EOF and exits. A spawner that
-died is replaced at the next request. (The `local` provider starts its runner inside bubblewrap,
-so it keeps `launch_detached`.)
+died is replaced at the next request. The `local` provider asks it for bubblewrap instead
+(`spawn_exec`): a fork of this small process that joins the sandbox's cgroups and executes
+bubblewrap, instead of a fork of the worker and a shell.
 """
 
 from __future__ import annotations
@@ -38,16 +39,41 @@ class RunnerSpawner:
     ) -> int:
         """Start a detached runner with these arguments (without --ready-fd, which is added)
         and environment, appending its output to `log`; its pid."""
-        request = json.dumps({"argv": list(argv), "env": dict(env), "log": str(log)}).encode()
-        reply = await asyncio.to_thread(self._request, request, ready_fd)
+        request = {"argv": list(argv), "env": dict(env), "log": str(log)}
+        return await self._pid_of(request, [ready_fd])
+
+    async def spawn_exec(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        log: Path,
+        cgroup_procs: Sequence[Path] = (),
+        pass_fds: Sequence[int] = (),
+    ) -> int:
+        """Start `argv` detached, as `launch_detached` does (inside the cgroups of
+        `cgroup_procs` before its first instruction, its output appended to `log`), with
+        `pass_fds` open at the same numbers; its pid. A child that fails before its exec says so
+        in the log and exits."""
+        request = {
+            "exec": list(argv),
+            "env": dict(env),
+            "log": str(log),
+            "cgroup_procs": [str(path) for path in cgroup_procs],
+            "fds": list(pass_fds),
+        }
+        return await self._pid_of(request, list(pass_fds))
+
+    async def _pid_of(self, request: Mapping[str, object], fds: list[int]) -> int:
+        reply = await asyncio.to_thread(self._request, json.dumps(request).encode(), fds)
         pid = reply.get("pid")
         if not isinstance(pid, int):
             raise SandboxError(f"could not launch the runner: {reply.get('error', reply)}")
         return pid
 
-    def _request(self, request: bytes, ready_fd: int) -> dict[str, object]:
+    def _request(self, request: bytes, fds: list[int]) -> dict[str, object]:
         with self._lock:
-            channel = self._sent(request, ready_fd)
+            channel = self._sent(request, fds)
             reply = _read_line(channel)
             if not reply.endswith(b"\n"):  # it died after taking the request: whether a runner
                 self._close()  # started is unknown (docs/sandbox.md); the stage fails, is retried
@@ -55,13 +81,16 @@ class RunnerSpawner:
         answer: dict[str, object] = json.loads(reply)
         return answer
 
-    def _sent(self, request: bytes, ready_fd: int) -> socket.socket:
+    def _sent(self, request: bytes, fds: list[int]) -> socket.socket:
         """Send to the running spawner, or, if it is gone (nothing was started), to a new one."""
         for _ in range(2):
             channel = self._connected()
             try:
                 header = len(request).to_bytes(4, "big")
-                socket.send_fds(channel, [header], [ready_fd])
+                if fds:
+                    socket.send_fds(channel, [header], fds)
+                else:
+                    channel.sendall(header)
                 channel.sendall(request)
                 return channel
             except OSError:

@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import subprocess
 import sys
 import textwrap
@@ -150,14 +151,14 @@ async def test_start_twice_starts_one_runner(new_sandbox: NewSandbox) -> None:
 
 async def test_timeout_kills_the_whole_tree(kit: Kit, new_sandbox: NewSandbox) -> None:
     sandbox = await new_sandbox(wall_timeout_s=1)
-    started = time.monotonic()
-    state = await run_to_end(sandbox, "python3 agents/never_exits.py", timeout_s=15)
+    started, marker = time.monotonic(), secrets.token_hex(6)  # ours, not another test's daemon
+    state = await run_to_end(sandbox, f"python3 agents/never_exits.py {marker}", timeout_s=15)
     assert state["termination"] == "timeout"
     assert state["signal"] == 9
     assert time.monotonic() - started < 6
     if kit.host_processes:
         await asyncio.sleep(0.1)
-        assert host_pids_matching("evalbot-daemon") == []
+        assert host_pids_matching(f"evalbot-daemon {marker}") == []
 
 
 async def test_output_beyond_the_cap_kills_the_agent(new_sandbox: NewSandbox) -> None:

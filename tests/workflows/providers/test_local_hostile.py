@@ -195,8 +195,8 @@ async def test_one_gigabyte_of_stdout_stops_at_the_log_cap(run_hostile: Run) -> 
 
 
 async def test_agent_that_never_exits_is_killed_with_its_daemon(run_hostile: Run) -> None:
-    started = time.monotonic()
-    sandbox, state = await run_hostile("python3 agents/never_exits.py", wall_timeout_s=1)
+    started, marker = time.monotonic(), secrets.token_hex(6)  # ours, not another test's daemon
+    sandbox, state = await run_hostile(f"python3 agents/never_exits.py {marker}", wall_timeout_s=1)
     assert state["termination"] == "timeout"
     assert time.monotonic() - started < 8
     for _ in range(50):
@@ -204,7 +204,7 @@ async def test_agent_that_never_exits_is_killed_with_its_daemon(run_hostile: Run
             break
         await asyncio.sleep(0.02)
     assert sandbox.cgroups.pids() == []  # the runner finished: nothing is left in the sandbox
-    assert host_pids_matching("evalbot-daemon") == []
+    assert host_pids_matching(f"evalbot-daemon {marker}") == []
     assert not await sandbox.runner_alive()
 
 

@@ -56,8 +56,11 @@ def parent_of(pid: int) -> int:
 async def exited(pid: int) -> None:
     """Until `pid` is a zombie or gone (its sockets are closed by then)."""
     for _ in range(200):
-        stat = Path(f"/proc/{pid}/stat")
-        if not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except FileNotFoundError:  # reaped, possibly since the last look
+            return
+        if stat.rsplit(")", 1)[1].split()[0] == "Z":
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"process {pid} did not exit")
@@ -140,3 +143,63 @@ async def test_the_spawner_exits_when_its_worker_closes_the_channel(
     assert pid is not None and is_alive(pid, start_time(pid) or 0)
     spawner.close()
     assert not is_alive(pid, start_time(pid) or 0)
+
+
+async def test_an_executed_command_gets_its_fds_at_their_numbers_and_joins_its_groups_first(
+    spawner: RunnerSpawner, tmp_path: Path
+) -> None:
+    """`spawn_exec` (the `local` provider's bubblewrap): the attached descriptors are open at the
+    numbers the command names, whichever numbers they arrive at in the spawner (two numbers
+    swapped on purpose), and the child wrote its pid into each "cgroup.procs" before the exec
+    (regular files stand in for the groups here: what matters is who wrote, and when)."""
+    procs = [tmp_path / "memory.procs", tmp_path / "pids.procs"]
+    for path in procs:
+        path.touch()
+    first_r, first_w = os.pipe2(os.O_CLOEXEC)
+    second_r, second_w = os.pipe2(os.O_CLOEXEC)
+    swapped = [second_w, first_w]  # they arrive at other numbers in the spawner
+    joined = tmp_path / "joined"
+    script = (
+        f"import os; os.write({second_w}, b'one'); os.write({first_w}, b'two'); "
+        f"groups = [open(p).read() for p in {[str(p) for p in procs]}]; "
+        f"open({str(joined)!r}, 'w').write(' '.join([*groups, str(os.getpid())])); "
+        f"fds = [f'/proc/self/fd/{{n}}' for n in os.listdir('/proc/self/fd')]; "
+        f"links = [os.readlink(f) for f in fds if os.path.lexists(f)]; "
+        f"open({str(tmp_path / 'pipes')!r}, 'w').write(' '.join(sorted(links)))"
+    )
+    try:
+        pid = await spawner.spawn_exec(
+            [sys.executable, "-c", script], env={}, log=tmp_path / "log",
+            cgroup_procs=procs, pass_fds=swapped,
+        )  # fmt: skip
+        await exited(pid)
+    finally:
+        os.close(first_w)
+        os.close(second_w)
+    assert os.read(first_r, 100) == b"two" and os.read(second_r, 100) == b"one"
+    os.close(first_r)
+    os.close(second_r)
+    assert joined.read_text().split() == [str(pid)] * 3  # the exec kept the pid
+    pipes = [link for link in (tmp_path / "pipes").read_text().split() if "pipe:" in link]
+    assert len(pipes) == len(set(pipes)) == 2  # each once: no copy left where it arrived
+    assert (tmp_path / "log").read_text() == ""
+
+
+async def test_an_exec_that_cannot_join_its_groups_never_runs_and_says_why(
+    spawner: RunnerSpawner, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    pid = await spawner.spawn_exec(
+        ["touch", str(marker)], env={"PATH": "/usr/bin:/bin"}, log=tmp_path / "log",
+        cgroup_procs=[tmp_path / "no-such-group" / "cgroup.procs"],
+    )  # fmt: skip
+    await exited(pid)
+    assert not marker.exists()
+    assert "no-such-group/cgroup.procs" in (tmp_path / "log").read_text()
+
+
+async def test_an_exec_request_with_descriptors_below_3_is_refused(
+    spawner: RunnerSpawner, tmp_path: Path
+) -> None:
+    with pytest.raises(SandboxError, match="none below 3"):  # stdin: it would replace the child's
+        await spawner.spawn_exec(["true"], env={}, log=tmp_path / "log", pass_fds=[0])

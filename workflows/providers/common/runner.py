@@ -47,6 +47,7 @@ PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 AGENT_OOM_SCORE_ADJ = 500  # make the kernel's OOM killer prefer the agent over the runner
 CHUNK = 1 << 16
+MAX_REQUEST_FDS = 4  # file descriptors a spawner request may attach
 STREAM_GRACE_S = 2.0  # how long to wait for pipes held by processes outside our reach
 RESERVE = ".runner-reserve"
 RESERVE_BYTES = 1 << 20
@@ -516,7 +517,9 @@ def serve(channel_fd: int) -> int:
             return 0
         reply: dict[str, int | str]
         try:
-            reply = {"pid": fork_runner(json.loads(message), fds, channel)}
+            request = json.loads(message)
+            fork = fork_exec if "exec" in request else fork_runner
+            reply = {"pid": fork(request, fds, channel)}
         except (OSError, ValueError, KeyError, TypeError) as error:
             reply = {"error": getattr(error, "strerror", None) or str(error)}
         finally:
@@ -530,7 +533,7 @@ def read_request(channel: Any) -> tuple[bytes, list[int]]:
     bytes. EOFError when the worker closed its end."""
     import socket
 
-    header, fds, _, _ = socket.recv_fds(channel, 4, 1)
+    header, fds, _, _ = socket.recv_fds(channel, 4, MAX_REQUEST_FDS)
     while 0 < len(header) < 4:
         header += channel.recv(4 - len(header))
     if len(header) < 4:
@@ -574,6 +577,14 @@ def fork_runner(request: dict[str, Any], fds: list[int], channel: Any) -> int:
 
 
 def run_detached(argv: list[str], env: dict[str, str], log: int) -> int:
+    detach(log)
+    os.environ.clear()
+    os.environ.update(env)
+    return run_main(argv)
+
+
+def detach(log: int) -> None:
+    """Own session, SIGCHLD as usual, cwd /, stdin /dev/null, stdout and stderr into `log`."""
     os.setsid()
     signals.signal(SIGCHLD, signals.SIG_DFL)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -582,9 +593,56 @@ def run_detached(argv: list[str], env: dict[str, str], log: int) -> int:
     os.close(null)
     os.close(log)
     os.chdir("/")
-    os.environ.clear()
-    os.environ.update(env)
-    return run_main(argv)
+
+
+def fork_exec(request: dict[str, Any], fds: list[int], channel: Any) -> int:
+    """A request {"exec": argv, "env", "log", "cgroup_procs", "fds"}: fork a child that joins
+    the cgroups (writes its pid to each `cgroup_procs` file, before its first instruction of
+    `argv`) after detaching as `fork_runner`'s runners do, puts the attached file descriptors at
+    the numbers in "fds" (the numbers `argv` names) and executes `argv` (the `local` provider's
+    bubblewrap). A failure in the child is written to the log; it exits 90 (cgroups) or 70."""
+    argv, targets = [str(a) for a in request["exec"]], [int(n) for n in request["fds"]]
+    if len(fds) != len(targets) or not argv or min(targets, default=3) < 3:
+        raise ValueError("a request attaches one file descriptor per number in fds, none below 3")
+    env = {str(key): str(value) for key, value in request["env"].items()}
+    procs = [str(path) for path in request["cgroup_procs"]]
+    log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(log)
+        raise
+    if pid:
+        os.close(log)
+        return pid
+    code = 70
+    try:  # the child
+        channel.close()
+        detach(log)
+        code = 90
+        for path in procs:
+            with open(path, "w") as handle:
+                handle.write(str(os.getpid()))
+        code = 70
+        place_fds(fds, targets)
+        os.execvpe(argv[0], argv, env)  # noqa: S606 - bubblewrap, found on the env's PATH
+    except BaseException as error:
+        print(f"runner spawner: {argv[0]}: {error}", file=sys.stderr)
+    finally:
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def place_fds(fds: list[int], targets: list[int]) -> None:
+    """dup2 each of `fds` to its target number (inheritable there), whatever numbers overlap."""
+    import fcntl
+
+    above = max([*fds, *targets]) + 1
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, above) for fd in fds]
+    for fd in fds:
+        os.close(fd)  # received without close-on-exec: the command must not inherit them twice
+    for fd, target in zip(moved, targets, strict=True):
+        os.dup2(fd, target)
 
 
 def run_main(argv: list[str]) -> int:

@@ -53,7 +53,7 @@ from workflows.providers.common.bwrap import (
     write_etc,
 )
 from workflows.providers.common.folder import FolderSandbox, read_state
-from workflows.providers.common.launch import joined, launch_detached, run_bounded, wait_ready
+from workflows.providers.common.launch import joined, run_bounded, wait_ready
 from workflows.providers.common.procs import start_time
 from workflows.providers.common.sandbox_layout import (
     ID_PATTERN,
@@ -87,6 +87,7 @@ from workflows.providers.local.disk import (
 from workflows.providers.local.no_cgroups import NoCgroupBackend, looks_out_of_memory, rlimit_prefix
 from workflows.providers.local.slots import HOST_UID_DIR, UidSlots
 from workflows.providers.local.stage_timer import StageTimer, timed
+from workflows.providers.spawner import RunnerSpawner
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +204,7 @@ class LocalSandbox(FolderSandbox):
         timer = self.provider.timer
         try:
             with timed(timer, "start: bwrap launch"):
-                pid = await launch_detached(
+                pid = await self.provider.spawner.spawn_exec(
                     argv,
                     env=self.env(env),
                     log=self.layout.log,
@@ -366,6 +367,11 @@ class LocalProvider(SandboxProvider):
         if warm_pool_size > 0:
             first_mb = disk_size_mb(HEADROOM_MB * MIB, ResourceLimits().disk_mb)
             self.pool = WarmPool(self, warm_pool_size, first_mb)
+        # bubblewrap forked by a small helper, not by the (large) worker through a shell
+        self.spawner = RunnerSpawner(SANDBOX_PYTHON)
+
+    def close(self) -> None:
+        self.spawner.close()
 
     @property
     def backend(self) -> CgroupBackend:
