@@ -125,6 +125,11 @@ def chown_tree(top: Path, uid: int, gid: int) -> None:
             os.lchown(os.path.join(folder, name), uid, gid)
 
 
+def write_case_and_meta(layout: Layout, files: Mapping[str, bytes], meta: dict[str, Any]) -> None:
+    write_case_files(layout.case, files)
+    write_meta(layout, meta)
+
+
 def close_fds(*fds: int | None) -> None:
     for fd in fds:
         if fd is not None:
@@ -268,7 +273,7 @@ class LocalSandbox(FolderSandbox):
 
     async def usage(self) -> ResourceUsage:
         with timed(self.provider.timer, "collect: usage"):
-            return self._usage()
+            return await asyncio.to_thread(self._usage)  # cgroup files: off the loop
 
     def _usage(self) -> ResourceUsage:
         measured = self.cgroups.usage() if self.cgroups.exists() else CgroupUsage(0.0, 0, 0, 0)
@@ -457,8 +462,12 @@ class LocalProvider(SandboxProvider):
     async def make_shell(self, sandbox: LocalSandbox, size_mb: int, limits: ResourceLimits) -> None:
         """What does not depend on the run: disk, cgroups, uid, /etc, an empty /out."""
         self.check_host()  # the warm pool comes here directly; cgroup v2 must be prepared first
+        root = sandbox.layout.root
+        await create_disk(sandbox.disk_image, root, size_mb, self.timer, self.disk_templates)
+        await asyncio.to_thread(self._furnish, sandbox, limits)  # file system calls: off the loop
+
+    def _furnish(self, sandbox: LocalSandbox, limits: ResourceLimits) -> None:
         layout, uid = sandbox.layout, sandbox.uid
-        await create_disk(sandbox.disk_image, layout.root, size_mb, self.timer, self.disk_templates)
         # Metadata first: a worker killed from here on leaves a sandbox that `attach` finds and
         # `terminate` removes whole (cgroups, disk), instead of cgroups nobody knows about.
         with timed(self.timer, "create: meta, /etc, /out"):
@@ -475,8 +484,7 @@ class LocalProvider(SandboxProvider):
         layout, uid = sandbox.layout, sandbox.uid
         with timed(self.timer, "create: world, case, meta"):
             await copy_world(spec.world_dir, layout.world, owner=(uid, uid))
-            write_case_files(layout.case, spec.case_files)
-            write_meta(layout, sandbox.meta)
+            await asyncio.to_thread(write_case_and_meta, layout, spec.case_files, sandbox.meta)
 
     def reap_orphans(self, grace_s: float = 60.0) -> list[int]:
         """Free uid claims of sandboxes that never came to exist (a worker killed mid-create),
