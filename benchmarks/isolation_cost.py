@@ -1,15 +1,18 @@
 """Where the CPU of one `local` sandbox start goes, and what the host's mount table adds to it.
 
-A `local` cell starts bubblewrap, which starts setpriv, which starts the runner (a Python
-interpreter) — each a process of its own (docs/sandbox.md). This script makes one sandbox with
-the product's LocalProvider (its disk, cgroup, /etc and world) and launches, with the command line
-LocalSandbox.start builds (namespaces, shared /etc, binds, seccomp filter, setpriv), three
-commands inside it:
+A `local` cell starts bubblewrap, which starts the runner (a Python interpreter) — each a process
+of its own (docs/sandbox.md); the runner drops to the sandbox's uid itself. Before that, bubblewrap
+started setpriv, which dropped privileges and started the runner. This script makes one sandbox
+with the product's LocalProvider (its disk, cgroup, /etc and world) and launches, with the
+sandbox's bubblewrap command line (namespaces, shared /etc, binds, seccomp filter), four commands
+inside it:
 
-- `true`: bubblewrap and setpriv alone;
-- `python3 -I -S -c pass`: plus a bare interpreter start;
-- the runner with a `true` agent (the compiled runner, `--pid-namespace`, a ready pipe, state and
-  logs to /out): plus the runner's own work.
+- `true` under setpriv: bubblewrap and setpriv alone;
+- `python3 -I -S -c pass` under setpriv: plus a bare interpreter start;
+- the runner with a `true` agent under setpriv (the compiled runner, `--pid-namespace`, a ready
+  pipe, state and logs to /out): plus the runner's own work — the start before the runner
+  dropped privileges itself;
+- the start as LocalSandbox.start builds it now (`start_argv`: no setpriv, the runner's `--user`).
 
 Bubblewrap reads the whole mount table (/proc/self/mountinfo) after each of its binds, and
 every `local` sandbox in flight adds its disk to that table. So each command is launched twice:
@@ -18,7 +21,8 @@ with the host's mount table as it is (the sandbox's own disk included), and with
 from a template as sandbox disks are. Launches alternate across the six (command × table) so all
 see the same load; the script prints the median wall and CPU time (the children's rusage:
 bubblewrap, setpriv and what they start) of each, the differences between the commands (what each
-layer adds) and the ratio of the larger table to the smaller. The launches run in the foreground
+layer adds, and what the runner's own drop saves against setpriv) and the ratio of the larger
+table to the smaller. The launches run in the foreground
 and outside the sandbox's cgroup (placing a process there is the worker's work, not the
 launch's). Needs root.
 
@@ -81,6 +85,12 @@ class Sandbox:
     def close(self) -> None:
         asyncio.run(self.sandbox.terminate())
 
+    def argv(self, kind: str, ready_fd: int, filter_fd: int | None) -> list[str]:
+        if kind == "start":
+            return self.sandbox.start_argv("true", ready_fd, filter_fd)
+        command = self.sandbox.bwrap(as_pid_1=True, seccomp_fd=filter_fd)
+        return command.argv(self.inner(kind, ready_fd))
+
     def inner(self, kind: str, ready_fd: int) -> list[str]:
         limits = self.sandbox.limits
         if kind == "true":
@@ -98,13 +108,12 @@ class Sandbox:
         os.chown(out, uid, uid)
 
     def launch(self, kind: str) -> tuple[float, float]:
-        """Wall and CPU seconds of one launch of `kind` ("true", "python" or "runner")."""
+        """Wall and CPU seconds of one launch of `kind` ("true", "python", "runner", "start")."""
         self.empty_out()
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         filter_fd = seccomp_memfd()
         fds = [fd for fd in (write_fd, filter_fd) if fd is not None]
-        command = self.sandbox.bwrap(as_pid_1=True, seccomp_fd=filter_fd)
-        argv = command.argv(self.inner(kind, write_fd))
+        argv = self.argv(kind, write_fd, filter_fd)
         try:
             cpu, wall = children_cpu(), time.perf_counter()
             subprocess.run(argv, check=True, stdin=subprocess.DEVNULL, pass_fds=fds)
@@ -114,7 +123,7 @@ class Sandbox:
         with os.fdopen(read_fd, "rb") as ready:
             told = ready.read()
         state = self.sandbox.layout.out / ".state.json"
-        if kind == "runner" and (not told or b'"finished"' not in state.read_bytes()):
+        if kind in ("runner", "start") and (not told or b'"finished"' not in state.read_bytes()):
             raise SystemExit("the runner did not tell it was ready or did not finish its agent")
         return wall, cpu
 
@@ -141,7 +150,7 @@ def extra_disks(folder: Path, count: int) -> Iterator[None]:
 def measure(launches: int, extra: int, scratch: Path) -> tuple[Timings, dict[str, int]]:
     """Alternating launches of each command, with the mount table as it is and with `extra`
     more disks; also how many mounts each table had."""
-    kinds = ("true", "python", "runner")
+    kinds = ("true", "python", "runner", "start")
     timings: Timings = {}
     tables: dict[str, int] = {}
 
@@ -181,7 +190,8 @@ def table_lines(timings: Timings, tables: dict[str, int], launches: int) -> list
         for name, (walls, cpus) in timings.items()
     }
     names = {"true": "bwrap + setpriv + `true`", "python": "… + `python3 -I -S -c pass`",
-             "runner": "… + the runner, `true` agent"}  # fmt: skip
+             "runner": "… + the runner, `true` agent",
+             "start": "bwrap + the runner dropping to its uid itself (the start now)"}  # fmt: skip
     as_is, more = tables
     lines = [
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · {host()} · commit {commit()} "
@@ -207,6 +217,12 @@ def table_lines(timings: Timings, tables: dict[str, int], launches: int) -> list
             f"- table {table}: bubblewrap and setpriv {true_cpu:.1f} ms; the interpreter's start "
             f"{python_cpu - true_cpu:.1f} ms; the runner's own work {runner_cpu - python_cpu:.1f}"
             f" ms; in all {runner_cpu:.1f} ms"
+        )
+    for table in (as_is, more):
+        saved = medians[f"runner|{table}"][1] - medians[f"start|{table}"][1]
+        lines.append(
+            f"- table {table}: the runner's own drop instead of setpriv saves {saved:.1f} ms "
+            f"({medians[f'start|{table}'][1]:.1f} ms a start)"
         )
     added = medians[f"true|{more}"][1] - medians[f"true|{as_is}"][1]
     lines.append(

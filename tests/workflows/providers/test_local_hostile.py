@@ -250,6 +250,29 @@ async def test_sandboxes_run_as_distinct_unprivileged_users(mode_kit: Kit) -> No
             await box.terminate()
 
 
+async def test_the_runner_and_its_agent_hold_no_privilege_at_all(run_hostile: Run) -> None:
+    """The runner drops to the sandbox's uid itself (no setpriv on the start path): the agent and
+    the runner (pid 1) have every capability set empty, every uid and gid the sandbox's, no
+    supplementary group, no_new_privs and the seccomp filter. The same fields for both, read by
+    the agent; a capability left in any set, or a uid left root, fails this."""
+    fields = "CapInh|CapPrm|CapEff|CapBnd|CapAmb|Uid|Gid|Groups|NoNewPrivs|Seccomp"
+    read = f"grep -E '^({fields}):' /proc/self/status; grep -E '^({fields}):' /proc/1/status"
+    sandbox, state = await run_hostile(read)
+    assert state["exit_code"] == 0
+    lines = (await sandbox.read_file("/out/stdout.log")).decode().splitlines()
+    uid = sandbox.uid
+    wanted = {
+        "CapInh": "0000000000000000", "CapPrm": "0000000000000000",
+        "CapEff": "0000000000000000", "CapBnd": "0000000000000000",
+        "CapAmb": "0000000000000000", "Uid": f"{uid}\t{uid}\t{uid}\t{uid}",
+        "Gid": f"{uid}\t{uid}\t{uid}\t{uid}", "Groups": "", "NoNewPrivs": "1", "Seccomp": "2",
+    }  # fmt: skip
+    pairs = [tuple(part.strip() for part in line.split(":", 1)) for line in lines]
+    agent, runner = dict(pairs[: len(wanted)]), dict(pairs[len(wanted) :])
+    assert len(pairs) == 2 * len(wanted)  # each field once per process
+    assert (agent, runner) == (wanted, wanted)
+
+
 async def test_agent_cannot_kill_or_trace_the_runner(run_hostile: Run) -> None:
     attack = "kill -KILL 1; kill -STOP 1; sleep 0.3; cat /proc/1/environ; echo survived"
     sandbox, state = await run_hostile(attack)

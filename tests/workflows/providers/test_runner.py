@@ -39,6 +39,29 @@ def test_bad_arguments_are_refused_with_usage(tmp_path: Path) -> None:
     assert not (tmp_path / ".state.json").exists()
 
 
+@pytest.mark.parametrize("user", ["nobody", "100000", "1:-1", ":"])
+def test_a_user_that_is_not_uid_colon_gid_is_refused_before_anything_runs(
+    tmp_path: Path, user: str
+) -> None:
+    argv = [sys.executable, "-I", "-S", str(RUNNER), "--out", str(tmp_path), "--cwd", "/"]
+    argv += ["--timeout", "5", "--log-limit", "100", "--user", user, "--", "touch ran"]
+    done = subprocess.run(argv, capture_output=True, timeout=30, cwd=tmp_path)
+    assert done.returncode != 0 and b"usage: runner.py" in done.stderr
+    assert sorted(os.listdir(tmp_path)) == []  # no state, no logs, no agent
+
+
+def test_a_user_it_cannot_become_stops_it_before_the_agent_runs(tmp_path: Path) -> None:
+    """Fails closed: a drop that cannot be done (here: by a process that is not root, `nobody`
+    when the tests run as root) is an exit with the reason, and the agent never starts."""
+    argv = [sys.executable, "-I", "-S", str(RUNNER), "--out", str(tmp_path), "--cwd", "/"]
+    if os.geteuid() == 0:
+        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+    argv += ["--timeout", "5", "--log-limit", "100", "--user", "1:1", "--", "touch ran"]
+    done = subprocess.run(argv, capture_output=True, timeout=30, cwd=tmp_path)
+    assert done.returncode == 70 and b"runner: " in done.stderr
+    assert sorted(os.listdir(tmp_path)) == []
+
+
 def test_a_missing_working_folder_is_exit_127(tmp_path: Path) -> None:
     argv = [sys.executable, str(RUNNER), "--out", str(tmp_path), "--cwd", str(tmp_path / "gone")]
     argv += ["--timeout", "5", "--log-limit", "100", "--", "true"]

@@ -4,7 +4,9 @@ bwrap runs as root (so it can reach host folders whatever their parents' permiss
 the sandbox: fresh pid, ipc, uts, cgroup and (unless building) network namespaces; a new root
 holding only read-only system folders, a generated /etc/passwd, and the sandbox's own folders. The
 command inside is `setpriv`, which drops to the sandbox's unprivileged uid/gid, clears groups,
-capabilities and the bounding set, and sets no_new_privs before executing the real command.
+capabilities and the bounding set, and sets no_new_privs before executing the real command; or,
+for a sandbox's runner (`drops_itself`), the runner, which does the same itself before anything
+else (runner.py, `drop_privileges`) and refuses to go on if /proc/self/status shows anything left.
 """
 
 from __future__ import annotations
@@ -149,6 +151,7 @@ class BwrapCommand:
     seccomp_fd: int | None = None
     extra_etc: Sequence[str] = field(default_factory=tuple)
     etc_base: Path | None = None  # shared_etc(): bound as /etc instead of a bind per file
+    drops_itself: bool = False  # the command drops to uid/gid itself (the runner's --user)
 
     def argv(self, command: Sequence[str]) -> list[str]:
         args = ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup"]
@@ -159,7 +162,7 @@ class BwrapCommand:
             args.append("--as-pid-1")
         if self.die_with_parent:
             args.append("--die-with-parent")
-        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]  # for setpriv only
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]  # for the drop only
         args += self._system() + self._etc()
         args += [
             "--proc",
@@ -178,7 +181,8 @@ class BwrapCommand:
         if self.seccomp_fd is not None:
             args += ["--seccomp", str(self.seccomp_fd)]
         args += ["--chdir", self.chdir, "--"]
-        return args + self._drop_privileges() + list(command)
+        drop = [] if self.drops_itself else self._drop_privileges()
+        return args + drop + list(command)
 
     def _system(self) -> list[str]:
         args = ["--ro-bind", "/usr", "/usr"]

@@ -59,7 +59,7 @@ STOP_SIGNALS = (15, 2, 1)  # SIGTERM, SIGINT, SIGHUP
 RESET_SIGNALS = (*STOP_SIGNALS, SIGCHLD, 13, 25)  # ... SIGPIPE, SIGXFSZ (Python ignores those)
 USAGE = (
     "usage: runner.py --out DIR --cwd DIR --timeout S --log-limit BYTES [--fsize BYTES] "
-    "[--ready-fd N] [--pid-namespace] -- COMMAND"
+    "[--ready-fd N] [--pid-namespace] [--user UID:GID] -- COMMAND"
 )
 
 
@@ -72,13 +72,14 @@ class Options:
         self.fsize = 0
         self.ready_fd = -1
         self.pid_namespace = False
+        self.user = ""  # UID:GID to drop to before anything else (the `local` provider)
         self.command = ""
 
 
 def parse_args(argv: list[str]) -> Options:
     options, rest = Options(), list(argv)
     fields = {"--out": "out", "--cwd": "cwd", "--timeout": "timeout", "--log-limit": "log_limit"}
-    fields |= {"--fsize": "fsize", "--ready-fd": "ready_fd"}
+    fields |= {"--fsize": "fsize", "--ready-fd": "ready_fd", "--user": "user"}
     try:
         while rest and rest[0] != "--":
             flag = rest.pop(0)
@@ -188,26 +189,74 @@ def open_log(out: str, name: str) -> BinaryIO:
 
 
 def prctl(option: int, value: int) -> bool:
-    """prctl(2) through `_ctypes`, the C core of `ctypes`: importing `ctypes` itself (its
-    classes, `struct`, `_endian`) cost about 2 ms of every runner's start."""
+    return libc_call("prctl", (option, value, 0, 0, 0)) == 0
+
+
+def libc_call(name: str, args: tuple[int | bytes, ...]) -> int | None:
+    """A libc function through `_ctypes`, the C core of `ctypes`: importing `ctypes` itself (its
+    classes, `struct`, `_endian`) cost about 2 ms of every runner's start. Its return value, or
+    None when it cannot be called. bytes arguments are passed as pointers."""
     try:
         from _ctypes import call_function, dlopen, dlsym
     except ImportError:  # a Python without these private helpers: the public way
-        return _prctl_with_ctypes(option, value)
+        return _libc_call_with_ctypes(name, args)
     try:
         libc = dlopen(None)  # type: ignore[arg-type]  # NULL: the program and its libraries
-        return int(call_function(dlsym(libc, "prctl"), (option, value, 0, 0, 0))) == 0
+        return int(call_function(dlsym(libc, name), args))
     except (OSError, AttributeError):
-        return False
+        return None
 
 
-def _prctl_with_ctypes(option: int, value: int) -> bool:
+def _libc_call_with_ctypes(name: str, args: tuple[int | bytes, ...]) -> int | None:
     import ctypes
 
     try:
-        return int(ctypes.CDLL(None).prctl(option, value, 0, 0, 0)) == 0
+        return int(getattr(ctypes.CDLL(None), name)(*args))
     except (OSError, AttributeError):
-        return False
+        return None
+
+
+# -- privileges (the `local` provider: `--user`) ---------------------------------------------------
+
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+CAPABILITY_VERSION_3 = 0x20080522
+CAP_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+
+
+def drop_privileges(uid: int, gid: int) -> None:
+    """Become `uid`:`gid` for good, as `setpriv --reuid --regid --clear-groups --inh-caps=-all
+    --bounding-set=-all --no-new-privs` would: no new privileges, an empty bounding set, no
+    ambient capabilities, no supplementary groups, every uid and gid the sandbox's (which clears
+    the permitted and effective sets), then an empty inheritable set. Then it checks all of it in
+    /proc/self/status and raises PermissionError if anything is left (fails closed)."""
+    if not prctl(PR_SET_NO_NEW_PRIVS, 1):
+        raise PermissionError("could not set no_new_privs")
+    with open("/proc/sys/kernel/cap_last_cap") as handle:
+        last_cap = int(handle.read())
+    for cap in range(last_cap + 1):
+        if not prctl(PR_CAPBSET_DROP, cap):
+            raise PermissionError(f"could not drop capability {cap} from the bounding set")
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)  # checked below; cleared by setresuid anyway
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    header = CAPABILITY_VERSION_3.to_bytes(4, sys.byteorder) + bytes(4)  # this process
+    if libc_call("capset", (header, bytes(24))) != 0:  # two empty sets of three 32-bit masks
+        raise PermissionError("could not clear the inheritable capabilities")
+    check_dropped(uid, gid)
+
+
+def check_dropped(uid: int, gid: int) -> None:
+    with open("/proc/self/status") as handle:
+        status = dict(line.split(":", 1) for line in handle.read().splitlines() if ":" in line)
+    wanted = {name: "0000000000000000" for name in CAP_FIELDS}
+    wanted |= {"Uid": f"{uid}\t{uid}\t{uid}\t{uid}", "Gid": f"{gid}\t{gid}\t{gid}\t{gid}"}
+    wanted |= {"Groups": "", "NoNewPrivs": "1"}
+    left = [name for name, value in wanted.items() if status.get(name, "").strip() != value]
+    if left:
+        raise PermissionError(f"privileges left after dropping them: {', '.join(left)}")
 
 
 def spawn(options: Options, stdout: int, stderr: int) -> int:
@@ -466,6 +515,11 @@ def failed_to_start(options: Options, error: OSError) -> int:
 
 def main(argv: list[str]) -> int:
     options = parse_args(argv)
+    if options.user:  # before anything else: nothing of the sandbox is touched as root
+        uid, _, gid = options.user.partition(":")
+        if not (uid.isdigit() and gid.isdigit()):
+            raise SystemExit(USAGE)
+        drop_privileges(int(uid), int(gid))
     holder: list[Supervision] = []
     wakeup = install_signals(holder)
     if not options.pid_namespace:

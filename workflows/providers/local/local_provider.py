@@ -98,13 +98,20 @@ MIB = 1 << 20
 
 
 def runner_command(
-    runner: Path, limits: ResourceLimits, command: str, ready_fd: int, timeout_s: float
+    runner: Path,
+    limits: ResourceLimits,
+    command: str,
+    ready_fd: int,
+    timeout_s: float,
+    user: int | None = None,
 ) -> list[str]:
+    """`user`: the uid (and gid) the runner drops to itself, first thing (no setpriv then)."""
+    drop = [] if user is None else ["--user", f"{user}:{user}"]
     return [
         SANDBOX_PYTHON, "-I", "-S", in_sandbox_path(runner),
         "--out", "/out", "--cwd", "/repo", "--timeout", f"{timeout_s:g}",
         "--log-limit", str(limits.stdout_limit_mb * MIB), "--fsize", str(limits.file_size_mb * MIB),
-        "--ready-fd", str(ready_fd), "--pid-namespace", "--", command,
+        "--ready-fd", str(ready_fd), "--pid-namespace", *drop, "--", command,
     ]  # fmt: skip
 
 
@@ -187,6 +194,16 @@ class LocalSandbox(FolderSandbox):
             **options,
         )
 
+    def start_argv(self, command: str, ready_fd: int, filter_fd: int | None) -> list[str]:
+        """The runner in its sandbox: bubblewrap as pid 1's parent, the runner dropping to the
+        sandbox's uid itself."""
+        limits = self.limits
+        runner = runner_command(
+            self.provider.runner, limits, command, ready_fd, limits.wall_timeout_s, self.uid
+        )
+        bwrap = self.bwrap(as_pid_1=True, seccomp_fd=filter_fd, drops_itself=True)
+        return bwrap.argv(self.provider.rlimits(limits) + runner)
+
     def require_alive(self) -> None:
         if not self.cgroups.exists():
             raise SandboxError(f"sandbox {self.id} has been terminated")
@@ -200,12 +217,7 @@ class LocalSandbox(FolderSandbox):
             command = egress.wrap_command(command)
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         filter_fd = seccomp_memfd()
-        runner = runner_command(
-            self.provider.runner, self.limits, command, write_fd, self.limits.wall_timeout_s
-        )
-        argv = self.bwrap(as_pid_1=True, seccomp_fd=filter_fd).argv(
-            self.provider.rlimits(self.limits) + runner
-        )
+        argv = self.start_argv(command, write_fd, filter_fd)
         timer = self.provider.timer
         try:
             with timed(timer, "start: bwrap launch"):
