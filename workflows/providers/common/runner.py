@@ -606,16 +606,9 @@ def fork_runner(request: dict[str, Any], fds: list[int], channel: Any) -> int:
     if len(fds) != 1:
         raise ValueError("a request carries exactly one file descriptor, the ready pipe")
     argv = ["--ready-fd", str(fds[0]), *request["argv"]]
-    env = {str(key): str(value) for key, value in request["env"].items()}
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
-    log = os.open(request["log"], flags, 0o644)
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(log)
-        raise
+    env = request_env(request)
+    pid, log = fork_logging(request["log"])
     if pid:
-        os.close(log)
         return pid
     code = 70
     try:  # the child: the spawner is single-threaded, so Python code is safe here
@@ -628,6 +621,25 @@ def fork_runner(request: dict[str, Any], fds: list[int], channel: Any) -> int:
     finally:
         sys.stderr.flush()
         os._exit(code)
+
+
+def request_env(request: dict[str, Any]) -> dict[str, str]:
+    return {str(key): str(value) for key, value in request["env"].items()}
+
+
+def fork_logging(log_path: str) -> tuple[int, int]:
+    """fork, with `log_path` opened for appending first: (the child's pid, -1) in the spawner,
+    (0, the log's descriptor) in the child."""
+    log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(log)
+        raise
+    if pid:
+        os.close(log)
+        return pid, -1
+    return 0, log
 
 
 def run_detached(argv: list[str], env: dict[str, str], log: int) -> int:
@@ -658,16 +670,9 @@ def fork_exec(request: dict[str, Any], fds: list[int], channel: Any) -> int:
     argv, targets = [str(a) for a in request["exec"]], [int(n) for n in request["fds"]]
     if len(fds) != len(targets) or not argv or min(targets, default=3) < 3:
         raise ValueError("a request attaches one file descriptor per number in fds, none below 3")
-    env = {str(key): str(value) for key, value in request["env"].items()}
-    procs = [str(path) for path in request["cgroup_procs"]]
-    log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(log)
-        raise
+    env, procs = request_env(request), [str(path) for path in request["cgroup_procs"]]
+    pid, log = fork_logging(request["log"])
     if pid:
-        os.close(log)
         return pid
     code = 70
     try:  # the child
