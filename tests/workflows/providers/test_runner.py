@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -53,12 +55,17 @@ def test_a_user_that_is_not_uid_colon_gid_is_refused_before_anything_runs(
 def test_a_user_it_cannot_become_stops_it_before_the_agent_runs(tmp_path: Path) -> None:
     """Fails closed: a drop that cannot be done (here: by a process that is not root, `nobody`
     when the tests run as root) is an exit with the reason, and the agent never starts."""
-    argv = [sys.executable, "-I", "-S", str(RUNNER), "--out", str(tmp_path), "--cwd", "/"]
-    if os.geteuid() == 0:
-        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
-    argv += ["--timeout", "5", "--log-limit", "100", "--user", "1:1", "--", "touch ran"]
-    done = subprocess.run(argv, capture_output=True, timeout=30, cwd=tmp_path)
-    assert done.returncode == 70 and b"runner: " in done.stderr
+    with tempfile.TemporaryDirectory() as readable:  # by nobody (a clone may be root's alone)
+        os.chmod(readable, 0o755)
+        runner_copy = Path(shutil.copy(RUNNER, readable))
+        runner_copy.chmod(0o644)
+        argv = ["/usr/bin/python3", "-I", "-S", str(runner_copy), "--out", str(tmp_path)]
+        if os.geteuid() == 0:
+            argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+        argv += ["--cwd", "/", "--timeout", "5", "--log-limit", "100", "--user", "1:1"]
+        done = subprocess.run([*argv, "--", "touch ran"], capture_output=True, timeout=30)
+    refusal = b"runner: could not drop capability 0 from the bounding set\n"  # no CAP_SETPCAP
+    assert (done.returncode, done.stderr) == (70, refusal)
     assert sorted(os.listdir(tmp_path)) == []
 
 
