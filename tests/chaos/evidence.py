@@ -25,6 +25,7 @@ from temporalio.client import Client
 
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.openai_server import FakeOpenAI
+from tests.support.mounts import mount_points
 from workflows.engine.engine_client import quoted
 from workflows.providers.common.sandbox_layout import sandbox_slug
 from workflows.providers.local.cgroups import CGROUP_ROOT
@@ -119,8 +120,7 @@ def _processes_in(folder: Path) -> list[str]:
 
 
 def _mounts_under(folder: Path) -> list[str]:
-    with open("/proc/self/mounts", encoding="utf-8") as handle:
-        return sorted(line.split()[1] for line in handle if str(folder) in line.split()[1])
+    return sorted(point for point in mount_points() if str(folder) in point)
 
 
 # -- Temporal history ---------------------------------------------------------------------------

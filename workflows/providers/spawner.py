@@ -87,10 +87,7 @@ class RunnerSpawner:
             channel = self._connected()
             try:
                 header = len(request).to_bytes(4, "big")
-                if fds:
-                    socket.send_fds(channel, [header], fds)
-                else:
-                    channel.sendall(header)
+                socket.send_fds(channel, [header], fds)
                 channel.sendall(request)
                 return channel
             except OSError:

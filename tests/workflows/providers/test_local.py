@@ -16,6 +16,7 @@ import pytest
 
 from tests.fakes.cgroupfs import kernel_rmdir, make_unified_mount
 from tests.support.dead_process import dead_process_id
+from tests.support.mounts import mount_points
 from tests.workflows.providers.kits import Kit, run_to_end
 from workflows.process_owned import staging_path
 from workflows.providers.base import ProviderRefused, SandboxCreateError, SandboxNotFound
@@ -307,8 +308,7 @@ def run_catching(call: Call, errors: list[BaseException]) -> None:
 
 def mounts_at(folder: Path) -> int:
     """How many mounts sit at `folder` (a disk mounted twice counts twice)."""
-    lines = Path("/proc/self/mounts").read_text().splitlines()
-    return sum(line.split()[1] == str(folder) for line in lines)
+    return mount_points().count(str(folder))
 
 
 async def test_a_create_in_progress_is_neither_listed_nor_mounted_by_another_worker(

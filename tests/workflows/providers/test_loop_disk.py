@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.dead_process import dead_process_id
+from tests.support.mounts import mounts
 from workflows.process_owned import this_process
 from workflows.providers.local import loop_mount
 from workflows.providers.local.disk import DiskTemplates, create_disk, remove_disk
@@ -55,10 +56,7 @@ async def test_a_disk_mounts_caps_and_leaves_no_loop_device(
         assert os.path.ismount(mountpoint) and loops_backed_by(image)
         with pytest.raises(OSError):  # ENOSPC at the cap
             (mountpoint / "fill").write_bytes(b"x" * (32 << 20))
-        options = next(
-            line.split()[3] for line in Path("/proc/self/mounts").read_text().splitlines()
-            if line.split()[1] == str(mountpoint)
-        )  # fmt: skip
+        options = next(found for point, found in mounts() if point == str(mountpoint))
         assert {"nosuid", "nodev", "noatime"} <= set(options.split(","))
     finally:
         await remove_disk(image, mountpoint)

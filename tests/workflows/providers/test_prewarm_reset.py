@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.mounts import mount_points
 from tests.workflows.providers.histories import BUILD_OUTPUTS, History, make_history
 from tests.workflows.providers.kits import git, run_to_end
 from workflows.prewarm.image_label import split_reference
@@ -61,8 +62,7 @@ def history(tmp_path: Path) -> Iterator[History]:
 
 def unmount_below(top: Path) -> None:
     """Overlays the test left mounted (the images' /repo), innermost first."""
-    mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
-    for path in sorted((m for m in mounts if m.startswith(f"{top}/")), reverse=True):
+    for path in sorted((m for m in mount_points() if m.startswith(f"{top}/")), reverse=True):
         subprocess.run(["umount", "--lazy", path], check=False)
 
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,21 +53,65 @@ def test_a_user_that_is_not_uid_colon_gid_is_refused_before_anything_runs(
     assert sorted(os.listdir(tmp_path)) == []  # no state, no logs, no agent
 
 
-def test_a_user_it_cannot_become_stops_it_before_the_agent_runs(tmp_path: Path) -> None:
-    """Fails closed: a drop that cannot be done (here: by a process that is not root, `nobody`
-    when the tests run as root) is an exit with the reason, and the agent never starts."""
-    with tempfile.TemporaryDirectory() as readable:  # by nobody (a clone may be root's alone)
-        os.chmod(readable, 0o755)
-        runner_copy = Path(shutil.copy(RUNNER, readable))
-        runner_copy.chmod(0o644)
-        argv = ["/usr/bin/python3", "-I", "-S", str(runner_copy), "--out", str(tmp_path)]
-        if os.geteuid() == 0:
-            argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
-        argv += ["--cwd", "/", "--timeout", "5", "--log-limit", "100", "--user", "1:1"]
-        done = subprocess.run([*argv, "--", "touch ran"], capture_output=True, timeout=30)
+@pytest.fixture
+def readable_runner() -> Iterator[Path]:
+    """A copy of the runner that the user nobody can read (a clone may be root's alone)."""
+    with tempfile.TemporaryDirectory() as folder:
+        os.chmod(folder, 0o755)
+        copy = Path(shutil.copy(RUNNER, folder))
+        copy.chmod(0o644)
+        yield copy
+
+
+def as_nobody(*setpriv_options: str) -> list[str]:
+    """The prefix that runs a command as nobody (and what else `setpriv_options` drop); nothing
+    when the tests are not root (they already hold no privilege)."""
+    if os.geteuid() != 0:
+        return []
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *setpriv_options]
+
+
+def test_a_user_it_cannot_become_stops_it_before_the_agent_runs(
+    tmp_path: Path, readable_runner: Path
+) -> None:
+    """Fails closed: a drop that cannot be done (here: by a process that is not root) is an exit
+    with the reason, and the agent never starts."""
+    argv = [*as_nobody(), "/usr/bin/python3", "-I", "-S", str(readable_runner)]
+    argv += ["--out", str(tmp_path), "--cwd", "/", "--timeout", "5", "--log-limit", "100"]
+    done = subprocess.run(
+        [*argv, "--user", "1:1", "--", "touch ran"], capture_output=True, timeout=30
+    )
     refusal = b"runner: could not drop capability 0 from the bounding set\n"  # no CAP_SETPCAP
     assert (done.returncode, done.stderr) == (70, refusal)
     assert sorted(os.listdir(tmp_path)) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="setpriv must be able to drop to nobody")
+@pytest.mark.parametrize(
+    ("kept", "gid", "left"),
+    [
+        ((), 65534, b""),  # everything dropped, as the runner drops it: the check passes
+        (("--inh-caps=-all", "--no-new-privs"), 65534, b"CapBnd"),  # the bounding set kept
+        (("--inh-caps=-all", "--bounding-set=-all"), 65534, b"NoNewPrivs"),
+        ((), 65533, b"Gid"),  # a gid other than the sandbox's
+    ],
+)
+def test_the_check_after_the_drop_names_what_is_left(
+    readable_runner: Path, kept: tuple[str, ...], gid: int, left: bytes
+) -> None:
+    """`check_dropped` on its own, in a process setpriv dropped to nobody with one part of the
+    drop left out each time: it passes only when nothing is left, and names what is. (A kept
+    inheritable set cannot be made this way; the hostile test of the `local` provider sees it.)"""
+    full = ("--inh-caps=-all", "--bounding-set=-all", "--no-new-privs")
+    check = f"import sys; sys.path.insert(0, {str(readable_runner.parent)!r}); import runner; "
+    check += f"runner.check_dropped(65534, {gid}); print('clean')"
+    argv = [*as_nobody(*(kept or full)), "/usr/bin/python3", "-I", "-S", "-c", check]
+    done = subprocess.run(argv, capture_output=True, timeout=30)
+    if not left:
+        assert (done.returncode, done.stdout) == (0, b"clean\n"), done.stderr
+    else:
+        assert done.returncode != 0
+        assert b"privileges left after dropping them: " + left + b"\n" in done.stderr
 
 
 def test_a_missing_working_folder_is_exit_127(tmp_path: Path) -> None:

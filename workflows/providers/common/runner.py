@@ -192,6 +192,9 @@ def prctl(option: int, value: int) -> bool:
     return libc_call("prctl", (option, value, 0, 0, 0)) == 0
 
 
+LIBC_FUNCTIONS: dict[str, int] = {}  # name -> address, looked up once (the drop makes ~45 calls)
+
+
 def libc_call(name: str, args: tuple[int | bytes, ...]) -> int | None:
     """A libc function through `_ctypes`, the C core of `ctypes`: importing `ctypes` itself (its
     classes, `struct`, `_endian`) cost about 2 ms of every runner's start. Its return value, or
@@ -201,8 +204,9 @@ def libc_call(name: str, args: tuple[int | bytes, ...]) -> int | None:
     except ImportError:  # a Python without these private helpers: the public way
         return _libc_call_with_ctypes(name, args)
     try:
-        libc = dlopen(None)  # type: ignore[arg-type]  # NULL: the program and its libraries
-        return int(call_function(dlsym(libc, name), args))
+        if name not in LIBC_FUNCTIONS:  # NULL: the program and its libraries
+            LIBC_FUNCTIONS[name] = dlsym(dlopen(None), name)  # type: ignore[arg-type]
+        return int(call_function(LIBC_FUNCTIONS[name], args))
     except (OSError, AttributeError):
         return None
 
@@ -666,7 +670,7 @@ def fork_exec(request: dict[str, Any], fds: list[int], channel: Any) -> int:
     the cgroups (writes its pid to each `cgroup_procs` file, before its first instruction of
     `argv`) after detaching as `fork_runner`'s runners do, puts the attached file descriptors at
     the numbers in "fds" (the numbers `argv` names) and executes `argv` (the `local` provider's
-    bubblewrap). A failure in the child is written to the log; it exits 90 (cgroups) or 70."""
+    bubblewrap). A failure in the child is written to the log, and it exits without executing."""
     argv, targets = [str(a) for a in request["exec"]], [int(n) for n in request["fds"]]
     if len(fds) != len(targets) or not argv or min(targets, default=3) < 3:
         raise ValueError("a request attaches one file descriptor per number in fds, none below 3")
@@ -674,22 +678,19 @@ def fork_exec(request: dict[str, Any], fds: list[int], channel: Any) -> int:
     pid, log = fork_logging(request["log"])
     if pid:
         return pid
-    code = 70
     try:  # the child
         channel.close()
         detach(log)
-        code = 90
         for path in procs:
             with open(path, "w") as handle:
                 handle.write(str(os.getpid()))
-        code = 70
         place_fds(fds, targets)
         os.execvpe(argv[0], argv, env)  # noqa: S606 - bubblewrap, found on the env's PATH
     except BaseException as error:
         print(f"runner spawner: {argv[0]}: {error}", file=sys.stderr)
     finally:
         sys.stderr.flush()
-        os._exit(code)
+        os._exit(70)
 
 
 def place_fds(fds: list[int], targets: list[int]) -> None:
