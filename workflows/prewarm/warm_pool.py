@@ -39,7 +39,6 @@ from workflows.providers.common.sandbox_layout import (
     Layout,
     new_sandbox_id,
     spec_to_meta,
-    write_meta,
 )
 
 log = logging.getLogger(__name__)
@@ -122,9 +121,10 @@ class WarmPool(Generic[S]):
         provider = self.provider
         meta = {"pool": True, "pool_disk_mb": self.disk_mb, "image": ""}
         sandbox = provider.new_sandbox(new_sandbox_id(POOL_RUN_ID), meta)
-        shell = provider.make_shell(sandbox, self.disk_mb, ResourceLimits())
+        shell = provider.make_shell(sandbox, self.disk_mb, ResourceLimits())  # writes its meta
         await provider.provision(sandbox, shell)
-        await asyncio.to_thread(write_meta, sandbox.layout, sandbox.meta)
+        # No await from here on: a refill cancelled (drain) after the shell is whole and before
+        # it is listed would leave it mounted with nobody to find it.
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / sandbox.id).touch()
 
