@@ -44,6 +44,7 @@ from results_file import write_section  # noqa: E402  (benchmarks/, the script's
 
 from bot.webhooks.signature import sign  # noqa: E402
 from tests.bot.payloads import SECRET, pr_comment, pull_event, pull_json  # noqa: E402
+from workflows.ports import free_port  # noqa: E402
 
 REPO = "Codertocat/Hello-World"
 SECTION = "webhook"  # its markers in RESULTS.md (results_file.py)
@@ -120,7 +121,7 @@ def start_bot(github: tuple[str, str, int], data_dir: Path, processes: int) -> t
     }
     Store.from_settings(Settings(data_dir=data_dir)).migrate()
     (data_dir / "handoffs.txt").touch()
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "uvicorn", "webhook:bench_app", "--factory",
                "--host", "127.0.0.1", "--port", str(port), "--workers", str(processes),
                "--log-level", "warning", "--no-access-log"]  # fmt: skip
@@ -194,14 +195,6 @@ def _cpu_s() -> float:
     """CPU seconds (user + system) this process has used: independent of other load."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # -- the load ------------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import socket
 import threading
 import time
 import uuid
@@ -25,6 +24,7 @@ from tests.bot.payloads import SECRET, pull_json
 from tests.conftest import FIXTURES
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.launcher import FakeLauncher
+from workflows.ports import free_port
 from workflows.settings import Settings
 from workflows.store import Store
 
@@ -74,12 +74,6 @@ def store(bot_settings: Settings) -> Iterator[Store]:
 @pytest.fixture
 def launcher() -> FakeLauncher:
     return FakeLauncher()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class AppServer:

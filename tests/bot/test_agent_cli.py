@@ -7,29 +7,16 @@ command itself), with a copy of the tiny fixture catalog so the new case does no
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support.agent_repo import TINY_CATALOG, tiny_agent_repo
+from tests.support.cli import evalbot, evalbot_json
 
 SKILL = Path(__file__).resolve().parents[2] / "docs" / "SKILL.md"
-
-
-def evalbot(data: Path, catalog: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALBOT_")} | {
-        "EVALBOT_DATA_DIR": str(data),
-        "EVALBOT_CATALOG_ROOT": str(catalog),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
 
 
 def skill_commands() -> set[str]:
@@ -87,7 +74,7 @@ def test_an_agent_creates_a_case_runs_reads_json_and_compares(tmp_path: Path) ->
     assert json.loads(waited.stdout)["status"] == "completed"
 
     # 3. again: now there is history to estimate from
-    estimate = json.loads(evalbot(data, catalog, "estimate", *plan, "--json").stdout)
+    estimate = evalbot_json(data, catalog, "estimate", *plan, "--json")
     assert estimate["known"] is True and estimate["cells"] == 4
     tiny_budget = evalbot(data, catalog, "estimate", *plan, "--budget-usd", "0", "--json")
     if estimate["cost_usd"] > 0:

@@ -19,11 +19,12 @@ from pydantic import SecretStr
 from temporalio.client import Client
 
 from bot.commands.bot import github_event_command, serve_command
-from tests.bot.conftest import Sender, free_port
+from tests.bot.conftest import Sender
 from tests.bot.payloads import NUMBER, REPO, SECRET, load, pr_comment, pull_json
 from tests.conftest import FIXTURES
 from tests.fakes.github_server import FakeGitHub
 from workflows.engine.devserver import DevServer
+from workflows.ports import free_port
 from workflows.settings import Settings
 
 

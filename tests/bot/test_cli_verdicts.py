@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from bot.commands.experiments import run_command
 from tests.fakes.dying_sandboxes import NAME as DYING
 from tests.fakes.dying_sandboxes import DyingSandboxes
-from tests.support.cli import evalbot
+from tests.support.cli import evalbot, evalbot_json
 from tests.support.crashy_agent import BETTER, CASES, crashy_agent_repo, write_catalog
 from workflows.providers import PROVIDERS
 from workflows.providers.base import HostUnsupported
@@ -183,7 +183,7 @@ def test_rerun_failed_leaves_the_agents_failures_unless_asked_and_then_says_so(
 ) -> None:
     repo = crashy_agent_repo(tmp_path / "agent", failure="crash")
     data = tmp_path / "state"
-    first = json.loads(evalbot(data, catalog, *run_args(repo.path, repo.base, repo.head)).stdout)
+    first = evalbot_json(data, catalog, *run_args(repo.path, repo.base, repo.head))
     experiment = first["experiment_id"]
     store = Store.from_settings(Settings(data_dir=data))
     before = {r.run_id: r for r in store.list_runs(experiment)}

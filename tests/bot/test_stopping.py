@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.bot.conftest import free_port
 from tests.support.processes import Proc, descendants, kill_leftovers, left_behind, processes
+from workflows.ports import free_port
 
 START_TIMEOUT_S = 300  # a loaded machine imports and starts the dev server slowly
 GRACE_S = 5

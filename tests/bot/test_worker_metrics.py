@@ -16,8 +16,8 @@ from prometheus_client import CollectorRegistry
 
 from bot import composition
 from bot.metrics_server import MetricsAddressError, serving
-from tests.bot.conftest import free_port
 from tests.bot.test_stopping import START_TIMEOUT_S, STOP_TIMEOUT_S, Command, start, wait_ready
+from workflows.ports import free_port
 
 
 def scrape_until(url: str, wanted: str, deadline_s: float = 60) -> str:

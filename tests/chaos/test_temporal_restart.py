@@ -26,8 +26,9 @@ from tests.chaos.harness import (
 from tests.chaos.record import record
 from tests.fakes.github_server import FakeGitHub
 from tests.support.experiments import wait_stored
-from workflows.engine.devserver import DevServer, free_port
+from workflows.engine.devserver import DevServer
 from workflows.engine.engine_client import connect, start_experiment, wait_for
+from workflows.ports import free_port
 
 SEED = 7321
 RESTARTS = 2

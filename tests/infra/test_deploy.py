@@ -20,7 +20,7 @@ import yaml
 
 from bot.cli import _register_commands, cli
 from bot.webhooks.signature import sign
-from tests.bot.conftest import free_port
+from workflows.ports import free_port
 from workflows.settings import setting_fields
 
 ROOT = Path(__file__).resolve().parents[2]

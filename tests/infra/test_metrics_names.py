@@ -32,8 +32,9 @@ from tests.fakes.echo_workflow import Echo, echo
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.launcher import FakeLauncher
 from tests.support.experiments import make_spec
-from workflows.engine.devserver import DevServer, free_port
+from workflows.engine.devserver import DevServer
 from workflows.engine.telemetry import EngineMetrics
+from workflows.ports import free_port
 from workflows.records import RunStatus
 from workflows.settings import Settings
 from workflows.store import Store

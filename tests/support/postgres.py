@@ -18,7 +18,6 @@ import contextlib
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -27,6 +26,8 @@ from pathlib import Path
 
 import psycopg2
 import pytest
+
+from workflows.ports import free_port
 
 PG_ROOT = Path("/usr/lib/postgresql")
 PREFERRED_VERSION = "15"
@@ -53,13 +54,6 @@ def find_bin_dir(root: Path = PG_ROOT) -> Path:
             "`apt-get install postgresql` (or run `make test`, which does)."
         )
     return candidates[0].parent
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class PostgresServer:

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.openbao import free_port
+from workflows.ports import free_port
 
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing-key-id",

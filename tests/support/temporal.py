@@ -12,9 +12,10 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer, WorkflowReplayResults
 
 from workflows.engine.converter import data_converter
-from workflows.engine.devserver import DevServer, free_port
+from workflows.engine.devserver import DevServer
 from workflows.engine.worker import workflow_runner
 from workflows.engine.workflows import ExperimentWorkflow, RunBatchWorkflow, RunWorkflow
+from workflows.ports import free_port
 from workflows.settings import Settings
 
 

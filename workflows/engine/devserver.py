@@ -21,21 +21,27 @@ import contextlib
 import fcntl
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from workflows.ports import free_port
 from workflows.process_owned import is_gone, process_pid, this_process
 
 READY_TIMEOUT_S = 30.0
 STOPPING_WAIT_S = 60.0
+START_ATTEMPTS = 3
+TCP_LISTEN = "0A"  # the state column of /proc/net/tcp
 
 
 class DevServerError(RuntimeError):
     pass
+
+
+class ExitedAtStart(DevServerError):
+    """The server process ended before it listened (a port it was given was taken, say)."""
 
 
 class DevServerBusy(DevServerError):
@@ -53,16 +59,21 @@ def temporal_binary() -> str:
     return found
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def port_open(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.2)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
+def listens(pid: int, port: int) -> bool:
+    """Whether process `pid` holds a socket listening on TCP `port` (read from /proc)."""
+    try:
+        links = [os.readlink(entry) for entry in Path(f"/proc/{pid}/fd").iterdir()]
+    except OSError:
+        return False
+    inodes = {link[len("socket:[") : -1] for link in links if link.startswith("socket:[")}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()  # sl, local address, remote address, state, ..., inode
+                listening = fields[3] == TCP_LISTEN and int(fields[1].rsplit(":", 1)[1], 16) == port
+                if listening and fields[9] in inodes:
+                    return True
+    return False
 
 
 @dataclass
@@ -85,19 +96,30 @@ class DevServer:
     def start(self) -> DevServer:
         self.db_file.parent.mkdir(parents=True, exist_ok=True)
         self.lock_fd = claim_lock(self.lock_file, self.db_file, self.address)  # refused if held
-        log = (self.db_file.parent / "temporal.log").open("ab")
         try:
+            for attempt in range(1, START_ATTEMPTS + 1):
+                try:
+                    self._launch()
+                    return self
+                except ExitedAtStart:
+                    if attempt == START_ATTEMPTS:
+                        raise
+                    self.process = None  # it has exited: perhaps a port was taken; new ones
+                    self.port = free_port()
+                    write_holder(self.lock_fd, self.address)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _launch(self) -> None:
+        assert self.lock_fd is not None
+        with (self.db_file.parent / "temporal.log").open("ab") as log:
             self.process = subprocess.Popen(
                 self._command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 pass_fds=(self.lock_fd,),
             )  # fmt: skip
-            self._wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        finally:
-            log.close()
-        return self
+        self._wait_ready()
 
     def _command(self) -> list[str]:
         return [
@@ -114,9 +136,9 @@ class DevServer:
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
                 log = self.db_file.parent / "temporal.log"
-                raise DevServerError(f"the Temporal dev server exited at start (see {log})")
-            if port_open(self.port):
-                return
+                raise ExitedAtStart(f"the Temporal dev server exited at start (see {log})")
+            if self.process is not None and listens(self.process.pid, self.port):
+                return  # not just open: another process may hold the port we were given
             time.sleep(0.05)
         raise DevServerError(f"the Temporal dev server did not listen on {self.address}")
 
@@ -167,9 +189,13 @@ def claim_lock(lock_file: Path, db_file: Path, address: str) -> int:
                 os.close(fd)
                 raise DevServerBusy(busy_message(db_file, holder)) from None
             time.sleep(0.2)  # its starter is gone: the server is stopping
+    write_holder(fd, address)
+    return fd
+
+
+def write_holder(fd: int, address: str) -> None:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{this_process()} {address}\n".encode(), 0)
-    return fd
 
 
 def lock_holder(fd: int) -> tuple[str, str] | None:

@@ -17,13 +17,14 @@ import httpx
 import pytest
 from temporalio.service import RPCError
 
-from tests.bot.conftest import Sender, free_port
+from tests.bot.conftest import Sender
 from tests.bot.payloads import NUMBER, REPO, SECRET, pull_json
 from tests.bot.webhooks.test_comments import bot_replies, comment
 from tests.conftest import FIXTURES
 from tests.fakes.github_server import FakeGitHub
 from workflows.engine.devserver import DevServer
 from workflows.engine.engine_client import connect
+from workflows.ports import free_port
 from workflows.settings import Settings
 
 START_TIMEOUT_S = 240  # a loaded CI machine imports slowly

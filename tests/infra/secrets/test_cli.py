@@ -11,7 +11,8 @@ from click.testing import CliRunner
 
 from bot.commands.secrets import secrets_group
 from tests.infra.secrets.conftest import put_secret
-from tests.support.openbao import OpenBaoServer, free_port
+from tests.support.openbao import OpenBaoServer
+from workflows.ports import free_port
 from workflows.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

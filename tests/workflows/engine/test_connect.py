@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from workflows.engine.devserver import DevServer, free_port
+from workflows.engine.devserver import DevServer
 from workflows.engine.engine_client import connect
+from workflows.ports import free_port
 from workflows.settings import Settings
 
 

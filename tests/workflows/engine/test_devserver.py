@@ -5,7 +5,8 @@ first server is still stopping.
 
 Broken builds caught: a server started without `setpriv --pdeathsig` (it outlives its parent); no
 lock on temporal.db (two servers on one file); a lock the server does not inherit (a killed
-command's stopping server and a new one on the same file at once)."""
+command's stopping server and a new one on the same file at once); a readiness probe that takes
+any listener on the port for the server, and a start that gives up when its port was taken."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -22,12 +24,21 @@ from pathlib import Path
 import pytest
 
 from tests.support.processes import processes
-from workflows.engine.devserver import DevServer, DevServerBusy, free_port, port_open
+from workflows.engine.devserver import DevServer, DevServerBusy, listens
+from workflows.ports import free_port
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
 
 STARTER = """
 import sys, time
 from pathlib import Path
-from workflows.engine.devserver import DevServer, free_port
+from workflows.engine.devserver import DevServer
+from workflows.ports import free_port
 server = DevServer(db_file=Path(sys.argv[1]), port=free_port()).start()
 print(server.process.pid, flush=True)
 time.sleep(600)
@@ -123,3 +134,17 @@ def test_a_new_server_waits_for_a_killed_starters_server_to_stop(tmp_path: Path)
         thaw.cancel()
         stop_processes(starter, server_pid)
         second.stop()
+
+
+@pytest.mark.timeout(120)
+def test_a_server_whose_port_was_taken_starts_on_another_and_is_its_own(tmp_path: Path) -> None:
+    with socket.socket() as squatter:  # another process got the port first
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        with DevServer(db_file=tmp_path / "temporal.db", port=taken) as server:
+            assert server.process is not None
+            assert server.port != taken
+            assert listens(server.process.pid, server.port)
+            assert not listens(server.process.pid, taken)
+            assert f"127.0.0.1:{server.port}" in (tmp_path / "temporal.lock").read_text()

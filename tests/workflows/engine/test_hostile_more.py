@@ -34,9 +34,9 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.support.experiments import hostile_arms
 from tests.workflows.engine.test_hostile_experiment import hostile_repo
 from workflows.engine.collect import MAX_OUT_FILES
-from workflows.engine.devserver import free_port
 from workflows.engine.planning import plan_experiment
 from workflows.engine.repos import commit_all
+from workflows.ports import free_port
 from workflows.records import RunResult, RunStatus
 from workflows.report import build_report
 from workflows.settings import Settings

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.postgres import free_port
 from tests.workflows.store.builders import make_result, make_spec
+from workflows.ports import free_port
 from workflows.settings import Settings
 from workflows.store import Store, StoreError
 
