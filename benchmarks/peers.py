@@ -14,6 +14,7 @@ so only the ratios within one run mean anything. Usage:
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/peers.py [--cases 100 --trials 5] [--only NAME ...]
         [--tmpdir DIR]  # TMPDIR of every row (default: the system's)
+        [--rounds N]    # every row N times, the tools taking turns; goals judged on the medians
         [--write [--section peers]]   # the `peers` section of benchmarks/RESULTS.md
 
 Every row keeps its sandboxes, store and dev server under the temporary folder, which the header
@@ -28,10 +29,12 @@ import argparse
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,6 +58,7 @@ class Row:
     load_after: str
     detail: str = ""
     stages: list[str] = field(default_factory=list)  # the local provider's per-stage table
+    round: int = 1
 
 
 def evalbot_row(provider: str, cases: int, trials: int, workers: int = 1) -> Row:
@@ -159,46 +163,83 @@ def docker_usable() -> bool:
     return checked.returncode == 0
 
 
+def is_inspect_local(row: Row) -> bool:
+    return 'sandbox="local"' in row.name
+
+
+def is_process(row: Row) -> bool:
+    return row.name == "evalbot `process`"
+
+
+def is_per_core(row: Row) -> bool:
+    return row.name.startswith("evalbot `process`, ")
+
+
+def is_local(row: Row) -> bool:
+    return row.name == "evalbot `local`"
+
+
+def of_round(rows: list[Row], number: int, kind: Callable[[Row], bool]) -> Row | None:
+    return next((r for r in rows if r.round == number and kind(r)), None)
+
+
 def table(rows: list[Row]) -> list[str]:
-    """One table; the ratio is each row's wall time against Inspect's local sandbox."""
-    inspect = next((r for r in rows if 'sandbox="local"' in r.name), None)
-    process = next((r for r in rows if r.name == "evalbot `process`"), None)
+    """One table; the ratios are each row's wall time against Inspect's local sandbox and our
+    `process` provider in the same round."""
     lines = [
         "| what | cells | wall s | cells/s | wall / Inspect local | wall / evalbot process "
-        "| load before | load after | notes |",
-        "|---|---:|---:|---:|---:|---:|---|---|---|",
+        "| load before | load after | notes | round |",
+        "|---|---:|---:|---:|---:|---:|---|---|---|---:|",
     ]
     for row in rows:
+        inspect = of_round(rows, row.round, is_inspect_local)
+        process = of_round(rows, row.round, is_process)
         to_inspect = f"{row.wall_s / inspect.wall_s:.2f}" if inspect else "-"
         to_process = f"{row.wall_s / process.wall_s:.2f}" if process else "-"
         lines.append(
             f"| {row.name} | {row.cells:,} | {row.wall_s:.1f} | {row.cells / row.wall_s:.1f} "
             f"| {to_inspect} | {to_process} | {row.load_before} | {row.load_after} "
-            f"| {row.detail} |"
+            f"| {row.detail} | {row.round} |"
         )
     return lines
 
 
+def round_ratios(
+    rows: list[Row], top: Callable[[Row], bool], bottom: Callable[[Row], bool]
+) -> list[float]:
+    """`top` ÷ `bottom` in each round that has both."""
+    ratios = []
+    for number in sorted({row.round for row in rows}):
+        over, under = of_round(rows, number, top), of_round(rows, number, bottom)
+        if over and under:
+            ratios.append(over.wall_s / under.wall_s)
+    return ratios
+
+
+def median_of(ratios: list[float]) -> str:
+    """The median, and each round's figure when there is more than one."""
+    middle = f"{statistics.median(ratios):.2f}"
+    if len(ratios) == 1:
+        return middle
+    return f"{middle} (median of {len(ratios)} rounds: {', '.join(f'{r:.2f}' for r in ratios)})"
+
+
 def goals(rows: list[Row]) -> list[str]:
-    """Issue 24's goals, checked against this run's rows."""
-    by_name = {row.name: row for row in rows}
-    process, local = by_name.get("evalbot `process`"), by_name.get("evalbot `local`")
-    inspect = next((r for r in rows if 'sandbox="local"' in r.name), None)
-    per_core = next((r for r in rows if r.name.startswith("evalbot `process`, ")), None)
+    """Issue 24's goals, checked against this run's rows: each ratio within a round (both sides
+    under the same load), the verdict on their median."""
     lines = []
-    for row in (process, per_core):
-        if row and inspect:
-            ratio = row.wall_s / inspect.wall_s
-            verdict = "met" if ratio <= 1.0 else "not met"
+    for kind, label in ((is_process, "`process`"), (is_per_core, "`process`, per core")):
+        if ratios := round_ratios(rows, kind, is_inspect_local):
+            verdict = "met" if statistics.median(ratios) <= 1.0 else "not met"
             lines.append(
-                f"- {row.name.removeprefix('evalbot ')} ÷ Inspect local: {ratio:.2f} "
+                f"- {label} ÷ Inspect local: {median_of(ratios)} "
                 f"(goal ≤ 1.00, every run durable): {verdict}"
             )
-    if process and local:
-        ratio = local.wall_s / process.wall_s
-        verdict = "met" if ratio <= 1.35 and local.wall_s <= 55 else "not met"
+    if ratios := round_ratios(rows, is_local, is_process):
+        wall = statistics.median(row.wall_s for row in rows if is_local(row))
+        verdict = "met" if statistics.median(ratios) <= 1.35 and wall <= 55 else "not met"
         lines.append(
-            f"- `local` ÷ `process`: {ratio:.2f}, `local` {local.wall_s:.1f} s "
+            f"- `local` ÷ `process`: {median_of(ratios)}, `local` {wall:.1f} s "
             f"(goal ≤ 1.35 and ≤ 55 s): {verdict}"
         )
     return lines
@@ -206,9 +247,11 @@ def goals(rows: list[Row]) -> list[str]:
 
 def report(header: str, rows: list[Row], notes: list[str]) -> str:
     text = [header, "", *table(rows), "", *notes, *goals(rows)]
+    rounds = max((row.round for row in rows), default=1)
     for row in rows:
         if row.stages:
-            text += ["", f"Per stage, {row.name} (benchmarks/stage_table.py):", "", *row.stages]
+            which = f"{row.name}, round {row.round}" if rounds > 1 else row.name
+            text += ["", f"Per stage, {which} (benchmarks/stage_table.py):", "", *row.stages]
     return "\n".join(text)
 
 
@@ -231,12 +274,17 @@ def main(options: argparse.Namespace) -> None:
         "local": ("local", 1),
         "process-per-core": ("process", os.cpu_count() or 1),
     }
-    for name, (provider, workers) in runs.items():
-        if name in wanted:
-            rows.append(evalbot_row(provider, options.cases, options.trials, workers))
-            print(f"done: {rows[-1].name}, {rows[-1].wall_s:.1f} s", flush=True)
-    if "inspect-local" in wanted:
-        rows.append(inspect_row("local", options.cases, epochs))
+    for number in range(1, options.rounds + 1):  # the tools take turns: each sees the load
+        for name, (provider, workers) in runs.items():
+            if name in wanted:
+                rows.append(evalbot_row(provider, options.cases, options.trials, workers))
+                rows[-1].round = number
+        if "inspect-local" in wanted:
+            rows.append(inspect_row("local", options.cases, epochs))
+            rows[-1].round = number
+        print(f"done, round {number}: " + ", ".join(
+            f"{row.name} {row.wall_s:.1f} s" for row in rows if row.round == number
+        ), flush=True)  # fmt: skip
     if "inspect-docker" in wanted:
         if not docker_usable():
             notes.append('Inspect AI `sandbox="docker"`: skipped, no usable Docker here.')
@@ -256,7 +304,9 @@ loop-mounted ext4 disk per sandbox; then `process` with a worker process per cor
 = cores, the scale-out of docs/engine.md) and Inspect AI (the `bench` extra; `sandbox="local"`,
 `mockllm/model`, 4 × trials epochs, `max_samples=128`, a solver that runs the same
 `echo 'the answer is 42' > answer.md` in the sample's sandbox and reads the file back, scored with
-`includes()`). Ratios are within this one run; the load averages say how busy the machine was."""
+`includes()`). Ratios are within one round (both tools under the same load); with `--rounds N`
+every row runs N times, the tools taking turns, and each goal is judged on the median of its
+per-round ratios. The load averages say how busy the machine was."""
 
 
 if __name__ == "__main__":
@@ -268,6 +318,9 @@ if __name__ == "__main__":
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--trials", type=int, default=5, help="per arm; Inspect: 4 × this epochs")
     parser.add_argument("--only", nargs="*", choices=CHOICES)
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="run the rows this many times, taking turns"
+    )
     parser.add_argument(
         "--tmpdir", help="TMPDIR of every row: where both tools' sandboxes and state live"
     )

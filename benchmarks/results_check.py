@@ -201,19 +201,27 @@ PEERS_SECTION = re.compile(r"peers(-[\w-]+)?")
 
 @dataclass(frozen=True)
 class PeersReading:
-    """One peers.py section: when, on which temporary folder, and its rows' wall times."""
+    """One peers.py section: when, on which temporary folder, and its rows' wall times by round
+    (sections written before `--rounds` have one round)."""
 
     name: str
     when: str
     folder: str
-    walls: dict[str, float]
+    walls: dict[str, dict[int, float]]  # row name -> round -> wall s
+
+    def _rounds(self, kind: str) -> dict[int, float]:
+        return next((w for row, w in self.walls.items() if PEERS_ROWS[kind](row)), {})
 
     def wall(self, kind: str) -> float | None:
-        return next((w for row, w in self.walls.items() if PEERS_ROWS[kind](row)), None)
+        """The median wall time of this kind of row over the rounds."""
+        walls = self._rounds(kind)
+        return statistics.median(walls.values()) if walls else None
 
     def ratio(self, top: str, bottom: str) -> float | None:
-        over, under = self.wall(top), self.wall(bottom)
-        return over / under if over is not None and under else None
+        """The median over the rounds of `top` ÷ `bottom` within a round, as peers.py judges."""
+        over, under = self._rounds(top), self._rounds(bottom)
+        ratios = [over[n] / under[n] for n in sorted(over.keys() & under.keys()) if under[n]]
+        return statistics.median(ratios) if ratios else None
 
 
 def peers_readings(document: str) -> list[PeersReading]:
@@ -225,7 +233,10 @@ def peers_readings(document: str) -> list[PeersReading]:
                            section.text, re.MULTILINE)  # fmt: skip
         rows = table_rows(section.text, "what")
         if header and rows:
-            walls = {row[0]: number(row[2]) for row in rows}
+            walls: dict[str, dict[int, float]] = {}
+            for row in rows:  # what | cells | wall s | ... | notes [| round]
+                round_number = int(row[9]) if len(row) > 9 else 1
+                walls.setdefault(row[0], {})[round_number] = number(row[2])
             readings.append(PeersReading(section.name, header[1], header[2], walls))
     return readings
 
@@ -247,7 +258,8 @@ def peers_summary(readings: list[PeersReading]) -> str:
 
     lines = [
         "**Across file systems** (derived from the peers sections above by "
-        "`benchmarks/results_check.py --write`)",
+        "`benchmarks/results_check.py --write`; a section of several rounds gives the median "
+        "wall times, and the median of the ratios within each round)",
         "",
         "| section | run | temporary folder | `process` | `process`, per core | `local` "
         "| Inspect local | `process` ÷ Inspect | per core ÷ Inspect | `local` ÷ `process` |",

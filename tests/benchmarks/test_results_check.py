@@ -241,3 +241,24 @@ def test_the_peers_summary_counts_a_met_goal(checker: ModuleType) -> None:
            "core); closest 0.97 (peers-fast, one worker)" in lines  # fmt: skip
     assert "- `local` ÷ `process` (goal ≤ 1.35 and ≤ 55 s): met in 1 of 2 runs; closest 1.30 " \
            "(peers-fast, `local` 39.0 s)" in lines  # fmt: skip
+
+
+def test_rounds_are_judged_on_the_median_of_each_rounds_ratio(checker: ModuleType) -> None:
+    """peers.py --rounds 3 writes a round column; its goal line and the summary derived from its
+    table agree on the median of the per-round ratios. The figures tell the wrong readings apart:
+    ratio of the medians 1.11, last round 1.00, first 1.50; the median ratio is 1.33."""
+    import peers
+    import results_file
+
+    rows = []
+    for number, (process, inspect) in enumerate([(30.0, 20.0), (60.0, 45.0), (50.0, 50.0)], 1):
+        rows.append(peers.Row("evalbot `process`", 2000, process, "-", "-", round=number))
+        rows.append(peers.Row('Inspect AI 0.3.285, `sandbox="local"`', 2000, inspect, "-", "-",
+                              round=number))  # fmt: skip
+    header = "2026-12-04 10:00 UTC; vm x86_64, 2 cores; commit abc; temporary folder /tmp"
+    text = peers.report(header, rows, [])
+    assert ("- `process` ÷ Inspect local: 1.33 (median of 3 rounds: 1.50, 1.33, 1.00) "
+            "(goal ≤ 1.00, every run durable): not met") in text.splitlines()  # fmt: skip
+    [reading] = checker.peers_readings(results_file.render("peers", text))
+    assert reading.ratio(checker.PROCESS, checker.INSPECT) == pytest.approx(60 / 45)
+    assert reading.wall(checker.PROCESS) == 50.0
