@@ -75,7 +75,7 @@ class StandInStages:
         return RunSummary(job.run.cell.run_id, RunStatus.SCORED.value, 1.0, 0.01)
 
     @activity.defn(name="teardown")
-    async def teardown(self, sandbox_id: str) -> None:
+    async def teardown(self, sandbox_id: str, run_id: str = "") -> None:
         self._enter("teardown", sandbox_id)
 
     @activity.defn(name="record_error")

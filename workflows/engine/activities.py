@@ -514,15 +514,23 @@ class RunActivities:
 
     @activity.defn(name="teardown")
     @timed("teardown")
-    async def teardown(self, sandbox_id: str) -> None:
+    async def teardown(self, sandbox_id: str, run_id: str = "") -> None:
+        """Remove the run's sandbox, and on a host-bound provider any other sandbox of the run
+        here: one an attempt of `provision` made after it was superseded (its task given again
+        while it still ran, as after a Temporal server restart), which nothing else would tear
+        down until the reaper's pass. `run_id` is empty from workflows started before it was
+        passed."""
         if faults.active("skip-teardown"):  # a broken build for the mutation checks only
             return
         async with heartbeating("teardown"):  # on a host queue: a dead host is noticed fast
             try:
                 sandbox = await self.provider.attach(sandbox_id)
             except SandboxNotFound:
-                return
-            await sandbox.terminate()
+                sandbox = None
+            if sandbox is not None:
+                await sandbox.terminate()
+            if run_id and self.provider.host_bound:  # a directory listing; on Modal an API call
+                await self._terminate_leftovers(run_id)
 
 
 class ExperimentActivities:

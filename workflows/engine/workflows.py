@@ -220,7 +220,7 @@ async def _teardown(job: RunInput, provision: ProvisionResult) -> None:
         await stage(
             TEARDOWN,
             RunActivities.teardown,
-            provision.sandbox_id,
+            args=[provision.sandbox_id, job.cell.run_id],
             on=job,
             host_queue=provision.host_queue,
         )

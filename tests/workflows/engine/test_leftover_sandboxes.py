@@ -46,3 +46,52 @@ async def test_provision_terminates_the_runs_leftovers_only(tmp_path: Path) -> N
     assert provisioned.sandbox_id not in (leftover.id, half_made.name)
     assert not half_made.exists()
     assert await provider.sandboxes_of(other.cell.run_id) == [neighbour.id]
+
+
+async def test_teardown_removes_a_superseded_provisions_sandbox_of_the_run_too(
+    tmp_path: Path,
+) -> None:
+    """A provision whose task was given again while it still ran (a Temporal server killed and
+    restarted) leaves two sandboxes for one run: the run's teardown removes both, on a
+    host-bound provider, and nothing of other runs. Broken builds caught: a teardown that removes
+    only the sandbox it was given (the chaos test's "left on the host" after a server restart)."""
+    provider = ProcessProvider(tmp_path / "sandboxes", tmp_path / "images", allowed=True)
+    image = tmp_path / "image"
+    image.mkdir()
+    mine, other = run_input(cell(0), image=str(image)), run_input(cell(1), image=str(image))
+    settings = Settings(data_dir=tmp_path / "evalbot", catalog_root=TINY_CATALOG)
+    activities = RunActivities(settings, provider, store=None, grader=lambda *a: [])  # type: ignore[arg-type]
+    environment = ActivityEnvironment()
+    superseded = await environment.run(activities.provision, mine)
+    world = TINY_CATALOG / "worlds" / "tiny"  # made beside it, as the other attempt's create
+    kept = await provider.create(SandboxSpec(mine.cell.run_id, str(image), world, {}))
+    neighbour = await provider.create(SandboxSpec(other.cell.run_id, str(image), world, {}))
+    assert len(await provider.sandboxes_of(mine.cell.run_id)) == 2
+
+    await environment.run(activities.teardown, kept.id, mine.cell.run_id)
+
+    assert await provider.sandboxes_of(mine.cell.run_id) == []
+    assert not (tmp_path / "sandboxes" / superseded.sandbox_id).exists()
+    assert await provider.sandboxes_of(other.cell.run_id) == [neighbour.id]
+
+
+async def test_teardown_without_a_run_or_off_the_host_removes_only_its_sandbox(
+    tmp_path: Path,
+) -> None:
+    """Workflows started before teardown was given the run id, and providers whose listing is a
+    remote call (Modal: the reaper's pass removes the rest), remove the one sandbox only."""
+    provider = ProcessProvider(tmp_path / "sandboxes", tmp_path / "images", allowed=True)
+    image = tmp_path / "image"
+    image.mkdir()
+    mine = run_input(cell(0), image=str(image))
+    world = TINY_CATALOG / "worlds" / "tiny"
+    settings = Settings(data_dir=tmp_path / "evalbot", catalog_root=TINY_CATALOG)
+    activities = RunActivities(settings, provider, store=None, grader=lambda *a: [])  # type: ignore[arg-type]
+    first, second, third = [
+        await provider.create(SandboxSpec(mine.cell.run_id, str(image), world, {}))
+        for _ in range(3)
+    ]
+    await ActivityEnvironment().run(activities.teardown, first.id)
+    provider.host_bound = False
+    await ActivityEnvironment().run(activities.teardown, second.id, mine.cell.run_id)
+    assert await provider.sandboxes_of(mine.cell.run_id) == [third.id]
