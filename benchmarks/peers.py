@@ -34,11 +34,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench_figures import commit, host, load
+from results_check import INSPECT, LOCAL, PEERS_ROWS, PER_CORE, PROCESS, PeersReading
 from results_file import write_section
 
 from workflows.file_systems import file_system_of
@@ -163,24 +163,9 @@ def docker_usable() -> bool:
     return checked.returncode == 0
 
 
-def is_inspect_local(row: Row) -> bool:
-    return 'sandbox="local"' in row.name
-
-
-def is_process(row: Row) -> bool:
-    return row.name == "evalbot `process`"
-
-
-def is_per_core(row: Row) -> bool:
-    return row.name.startswith("evalbot `process`, ")
-
-
-def is_local(row: Row) -> bool:
-    return row.name == "evalbot `local`"
-
-
-def of_round(rows: list[Row], number: int, kind: Callable[[Row], bool]) -> Row | None:
-    return next((r for r in rows if r.round == number and kind(r)), None)
+def of_round(rows: list[Row], number: int, kind: str) -> Row | None:
+    """The row of `kind` in round `number` (results_check.PEERS_ROWS knows the row names)."""
+    return next((r for r in rows if r.round == number and PEERS_ROWS[kind](r.name)), None)
 
 
 def table(rows: list[Row]) -> list[str]:
@@ -192,8 +177,8 @@ def table(rows: list[Row]) -> list[str]:
         "|---|---:|---:|---:|---:|---:|---|---|---|---:|",
     ]
     for row in rows:
-        inspect = of_round(rows, row.round, is_inspect_local)
-        process = of_round(rows, row.round, is_process)
+        inspect = of_round(rows, row.round, INSPECT)
+        process = of_round(rows, row.round, PROCESS)
         to_inspect = f"{row.wall_s / inspect.wall_s:.2f}" if inspect else "-"
         to_process = f"{row.wall_s / process.wall_s:.2f}" if process else "-"
         lines.append(
@@ -202,18 +187,6 @@ def table(rows: list[Row]) -> list[str]:
             f"| {row.detail} | {row.round} |"
         )
     return lines
-
-
-def round_ratios(
-    rows: list[Row], top: Callable[[Row], bool], bottom: Callable[[Row], bool]
-) -> list[float]:
-    """`top` ÷ `bottom` in each round that has both."""
-    ratios = []
-    for number in sorted({row.round for row in rows}):
-        over, under = of_round(rows, number, top), of_round(rows, number, bottom)
-        if over and under:
-            ratios.append(over.wall_s / under.wall_s)
-    return ratios
 
 
 def median_of(ratios: list[float]) -> str:
@@ -226,17 +199,22 @@ def median_of(ratios: list[float]) -> str:
 
 def goals(rows: list[Row]) -> list[str]:
     """Issue 24's goals, checked against this run's rows: each ratio within a round (both sides
-    under the same load), the verdict on their median."""
+    under the same load), the verdict on their median — read as results_check.py reads the
+    section, so that the summary it derives says the same."""
+    walls: dict[str, dict[int, float]] = {}
+    for row in rows:
+        walls.setdefault(row.name, {})[row.round] = row.wall_s
+    reading = PeersReading("", "", "", walls)
     lines = []
-    for kind, label in ((is_process, "`process`"), (is_per_core, "`process`, per core")):
-        if ratios := round_ratios(rows, kind, is_inspect_local):
+    for kind, label in ((PROCESS, "`process`"), (PER_CORE, "`process`, per core")):
+        if ratios := reading.ratios(kind, INSPECT):
             verdict = "met" if statistics.median(ratios) <= 1.0 else "not met"
             lines.append(
                 f"- {label} ÷ Inspect local: {median_of(ratios)} "
                 f"(goal ≤ 1.00, every run durable): {verdict}"
             )
-    if ratios := round_ratios(rows, is_local, is_process):
-        wall = statistics.median(row.wall_s for row in rows if is_local(row))
+    wall = reading.wall(LOCAL)
+    if (ratios := reading.ratios(LOCAL, PROCESS)) and wall is not None:
         verdict = "met" if statistics.median(ratios) <= 1.35 and wall <= 55 else "not met"
         lines.append(
             f"- `local` ÷ `process`: {median_of(ratios)}, `local` {wall:.1f} s "

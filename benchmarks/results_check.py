@@ -217,10 +217,14 @@ class PeersReading:
         walls = self._rounds(kind)
         return statistics.median(walls.values()) if walls else None
 
-    def ratio(self, top: str, bottom: str) -> float | None:
-        """The median over the rounds of `top` ÷ `bottom` within a round, as peers.py judges."""
+    def ratios(self, top: str, bottom: str) -> list[float]:
+        """`top` ÷ `bottom` within each round that has both, in round order."""
         over, under = self._rounds(top), self._rounds(bottom)
-        ratios = [over[n] / under[n] for n in sorted(over.keys() & under.keys()) if under[n]]
+        return [over[n] / under[n] for n in sorted(over.keys() & under.keys()) if under[n]]
+
+    def ratio(self, top: str, bottom: str) -> float | None:
+        """The median of the per-round ratios: what peers.py judges a goal on."""
+        ratios = self.ratios(top, bottom)
         return statistics.median(ratios) if ratios else None
 
 
