@@ -41,13 +41,11 @@ def test_an_agent_creates_a_case_runs_reads_json_and_compares(tmp_path: Path) ->
     data = tmp_path / "state"
 
     # 2. add a case (SKILL.md §2)
-    made = evalbot(
+    created = evalbot_json(
         data, catalog, "cases", "new", "tiny", "nda-parties",
         "--prompt", "Who are the parties to the NDA? Cite the document.",
         "--tag", "agent-made", "--expect", "nda.md", "--json",
     )  # fmt: skip
-    assert made.returncode == 0, made.stderr
-    created = json.loads(made.stdout)
     assert created["case_id"] == "nda-parties" and "case.toml" in created["files"]
     again = evalbot(data, catalog, "cases", "new", "tiny", "nda-parties", "--prompt", "x",
                     "--expect", "y")  # fmt: skip
@@ -56,22 +54,18 @@ def test_an_agent_creates_a_case_runs_reads_json_and_compares(tmp_path: Path) ->
     # 3. estimate: no history yet, so the cost is unknown and nothing is over budget
     plan = ["--repo", str(repo.path), "--dataset", "tiny", "--base", repo.base, "--head", repo.head,
             "--trials", "1", "--cases", "supply-governing-law,tag:agent-made"]  # fmt: skip
-    first_estimate = evalbot(data, catalog, "estimate", *plan, "--budget-usd", "5", "--json")
-    assert first_estimate.returncode == 0, first_estimate.stderr
-    assert json.loads(first_estimate.stdout)["known"] is False
+    first_estimate = evalbot_json(data, catalog, "estimate", *plan, "--budget-usd", "5", "--json")
+    assert first_estimate["known"] is False
 
     # 4. run and 5. read the result
-    ran = evalbot(data, catalog, "run", *plan, "--json")
-    assert ran.returncode == 0, ran.stderr
-    report = json.loads(ran.stdout)
+    report = evalbot_json(data, catalog, "run", *plan, "--json")
     first = report["experiment_id"]
     assert report["progress"]["complete"] is True
     overall = next(r for r in report["comparisons"][0]["rows"] if r["overall"])
     assert overall["n_cases"] == 2 and overall["delta"] is not None
 
-    waited = evalbot(data, catalog, "wait", first, "--json", "--timeout", "5")
-    assert waited.returncode == 0, waited.stderr
-    assert json.loads(waited.stdout)["status"] == "completed"
+    waited = evalbot_json(data, catalog, "wait", first, "--json", "--timeout", "5")
+    assert waited["status"] == "completed"
 
     # 3. again: now there is history to estimate from
     estimate = evalbot_json(data, catalog, "estimate", *plan, "--json")
@@ -81,18 +75,14 @@ def test_an_agent_creates_a_case_runs_reads_json_and_compares(tmp_path: Path) ->
         assert tiny_budget.returncode == 4 and json.loads(tiny_budget.stdout)["over_budget"]
 
     # a second experiment: only the head arm, the same cases
-    second_run = evalbot(
+    second = evalbot_json(
         data, catalog, "run", "--repo", str(repo.path), "--dataset", "tiny",
         "--arm", f"head={repo.head}", "--trials", "1",
         "--cases", "supply-governing-law,tag:agent-made", "--json",
-    )  # fmt: skip
-    assert second_run.returncode == 0, second_run.stderr
-    second = json.loads(second_run.stdout)["experiment_id"]
+    )["experiment_id"]  # fmt: skip
 
     # 6. compare the first experiment's base arm with the second's head
-    compared = evalbot(data, catalog, "compare", f"{first}:base", second, "--json")
-    assert compared.returncode == 0, compared.stderr
-    comparison = json.loads(compared.stdout)
+    comparison = evalbot_json(data, catalog, "compare", f"{first}:base", second, "--json")
     assert comparison["compared"] == {"a": f"{first}:base", "b": second}
     assert [a["commit"] for a in comparison["arms"]] == [repo.base, repo.head]
     row = next(r for r in comparison["comparisons"][0]["rows"] if r["overall"])
@@ -105,7 +95,5 @@ def test_an_agent_creates_a_case_runs_reads_json_and_compares(tmp_path: Path) ->
     assert unknown_arm.returncode == 2 and "no arm 'nope'" in unknown_arm.stderr
 
     # history: CLI runs are not main evaluations
-    history = evalbot(data, catalog, "history", "--dataset", "tiny", "--json")
-    assert history.returncode == 0 and json.loads(history.stdout) == {
-        "dataset": "tiny", "points": []
-    }  # fmt: skip
+    history = evalbot_json(data, catalog, "history", "--dataset", "tiny", "--json")
+    assert history == {"dataset": "tiny", "points": []}

@@ -188,10 +188,9 @@ def test_rerun_failed_leaves_the_agents_failures_unless_asked_and_then_says_so(
     store = Store.from_settings(Settings(data_dir=data))
     before = {r.run_id: r for r in store.list_runs(experiment)}
 
-    plain = evalbot(data, catalog, "rerun", experiment, "--failed", "--json")
-    assert plain.returncode == 0, plain.stderr
+    plain = evalbot_json(data, catalog, "rerun", experiment, "--failed", "--json")
     assert {r.run_id: r for r in store.list_runs(experiment)} == before  # nothing was infra
-    assert json.loads(plain.stdout)["reran_agent_failures"] == 0
+    assert plain["reran_agent_failures"] == 0
 
     asked = evalbot(data, catalog, "rerun", experiment, "--failed", "--include-agent-failures")
     assert asked.returncode == 0, asked.stderr
