@@ -60,19 +60,19 @@ def temporal_binary() -> str:
 
 
 def listens(pid: int, port: int) -> bool:
-    """Whether process `pid` holds a socket listening on TCP `port` (read from /proc)."""
+    """Whether process `pid` holds a socket listening on IPv4 TCP `port` (read from /proc; the
+    server is started on 127.0.0.1)."""
     try:
         links = [os.readlink(entry) for entry in Path(f"/proc/{pid}/fd").iterdir()]
+        rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
     except OSError:
         return False
     inodes = {link[len("socket:[") : -1] for link in links if link.startswith("socket:[")}
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError), open(table) as rows:
-            for row in list(rows)[1:]:
-                fields = row.split()  # sl, local address, remote address, state, ..., inode
-                listening = fields[3] == TCP_LISTEN and int(fields[1].rsplit(":", 1)[1], 16) == port
-                if listening and fields[9] in inodes:
-                    return True
+    for row in rows:
+        fields = row.split()  # sl, local address, remote address, state, ..., inode
+        listening = fields[3] == TCP_LISTEN and int(fields[1].rsplit(":", 1)[1], 16) == port
+        if listening and fields[9] in inodes:
+            return True
     return False
 
 
