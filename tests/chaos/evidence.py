@@ -32,7 +32,7 @@ from workflows.providers.local.cgroups import CGROUP_ROOT
 from workflows.providers.local.slots import HOST_UID_DIR, UidSlots
 from workflows.settings import Settings
 
-RESULT_ACTIVITIES = {"score", "record_error"}  # each produces a cell's stored result
+RESULT_ACTIVITIES = {"score", "finish_short_run", "record_error"}  # each stores a result
 
 
 @dataclass

@@ -23,6 +23,9 @@ from workflows.engine.types import (
     RunInput,
     RunSummary,
     ScoreInput,
+    ShortRunInput,
+    collect_input,
+    execute_input,
 )
 from workflows.records import RunStatus, Usage
 
@@ -38,7 +41,14 @@ class StandInStages:
     all_hanging: asyncio.Event = field(default_factory=asyncio.Event)  # every `hang` run hangs
 
     def activities(self) -> list[Callable[..., Any]]:
-        return [self.provision, self.execute, self.collect, self.score, self.teardown]
+        return [
+            self.provision,
+            self.execute,
+            self.collect,
+            self.score,
+            self.finish_short_run,
+            self.teardown,
+        ]
 
     def _enter(self, stage: str, run_id: str) -> None:
         self.calls.append((stage, run_id))
@@ -73,6 +83,13 @@ class StandInStages:
     async def score(self, job: ScoreInput) -> RunSummary:
         self._enter("score", job.run.cell.run_id)
         return RunSummary(job.run.cell.run_id, RunStatus.SCORED.value, 1.0, 0.01)
+
+    @activity.defn(name="finish_short_run")
+    async def finish_short_run(self, job: ShortRunInput) -> RunSummary:
+        """The three stages in one, as RunActivities.finish_short_run runs them."""
+        executed = await self.execute(execute_input(job.provision))
+        collected = await self.collect(collect_input(job.run, job.provision))
+        return await self.score(ScoreInput(job.run, job.provision, executed, collected))
 
     @activity.defn(name="teardown")
     async def teardown(self, sandbox_id: str, run_id: str = "") -> None:

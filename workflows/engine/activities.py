@@ -43,6 +43,9 @@ from workflows.engine.types import (
     RunInput,
     RunSummary,
     ScoreInput,
+    ShortRunInput,
+    collect_input,
+    execute_input,
     summarize,
 )
 from workflows.outcomes import AGENT_FAILURES, Outcome, build_failed, outcome_of
@@ -495,6 +498,18 @@ class RunActivities:
         except CatalogError:  # the case is gone: the run still counts, at FAILURE_SCORE overall
             return ()
         return tuple(failed_criteria(case, f"{status.value}: {reason}"))
+
+    # -- a short run in one stage ----------------------------------------------------------
+
+    @activity.defn(name="finish_short_run")
+    async def finish_short_run(self, job: ShortRunInput) -> RunSummary:
+        """Execute, collect and score a short run as one local activity of its workflow: each
+        keeps its own work, timing and limits, and a retry of the three after a failure
+        reattaches to the finished runner, collects again and stores the same result
+        (docs/engine.md, "One stage for a short run")."""
+        executed = await self.execute(execute_input(job.provision))
+        collected = await self.collect(collect_input(job.run, job.provision))
+        return await self.score(ScoreInput(job.run, job.provision, executed, collected))
 
     @activity.defn(name="record_error")
     async def record_error(self, job: RecordErrorInput) -> RunSummary:

@@ -119,6 +119,14 @@ COLLECT = StageOptions(
     Queue.COLLECT, timedelta(hours=1), STAGE_RETRY, Local.SHORT_RUN, host_bound=True
 )
 SCORE = StageOptions(Queue.SCORE, timedelta(minutes=30), STAGE_RETRY, Local.SHORT_RUN)
+# a short run's execute, collect and score as one local activity (never a regular one)
+FINISH_SHORT_RUN = StageOptions(
+    Queue.RUNS,
+    EXECUTE.start_to_close + COLLECT.start_to_close + SCORE.start_to_close,
+    STAGE_RETRY,
+    Local.SHORT_RUN,
+    after_run_timeout=True,
+)
 TEARDOWN = StageOptions(
     Queue.RUNS,
     timedelta(minutes=5),

@@ -133,6 +133,23 @@ class ScoreInput:
 
 
 @dataclass
+class ShortRunInput:
+    """A short run's execute, collect and score in one local activity (docs/engine.md, "One
+    stage for a short run")."""
+
+    run: RunInput
+    provision: ProvisionResult
+
+
+def execute_input(provision: ProvisionResult) -> ExecuteInput:
+    return ExecuteInput(provision.sandbox_id, provision.command, provision.timeout_s)
+
+
+def collect_input(run: RunInput, provision: ProvisionResult) -> CollectInput:
+    return CollectInput(run.cell.run_id, provision.sandbox_id, run.dataset, run.cell.case_id)
+
+
+@dataclass
 class RecordErrorInput:
     run: RunInput
     status: str

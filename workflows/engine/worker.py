@@ -79,6 +79,7 @@ def build_workers(
                     runs.teardown,
                     runs.collect,
                     runs.score,
+                    runs.finish_short_run,
                     *reaping,
                     *extra_activities,
                 ],

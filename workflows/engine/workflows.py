@@ -43,6 +43,7 @@ from workflows.engine.stages import (
     EXECUTE,
     FAILED_CELLS,
     FINISH_EXPERIMENT,
+    FINISH_SHORT_RUN,
     PREPARE_ARM,
     PROVISION,
     PUBLISH_REPORT,
@@ -68,8 +69,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.engine.reaper import ReaperActivities
     from workflows.engine.types import (
         BATCH_RUNS_MEMO,
-        CollectInput,
-        ExecuteInput,
         ExperimentInput,
         PreparedArm,
         PrepareInput,
@@ -80,6 +79,9 @@ with workflow.unsafe.imports_passed_through():
         RunInput,
         RunSummary,
         ScoreInput,
+        ShortRunInput,
+        collect_input,
+        execute_input,
     )
     from workflows.records import RunStatus
 
@@ -92,6 +94,8 @@ MIN_GROUPS_IN_FLIGHT = 4  # batches never take more than a quarter of an experim
 MAX_CHILD_WORKFLOWS = 8_000
 TOO_LARGE = "ExperimentTooLarge"
 STAGE_FAILURES = (ActivityError, ApplicationError, CancelledError)
+# workflow.patched id: short runs' execute, collect and score in one local activity
+SHORT_RUN_IN_ONE_STAGE = "short-run-in-one-stage"
 
 
 @workflow.defn(name="RunWorkflow")
@@ -172,10 +176,16 @@ async def _provision(job: RunInput) -> ProvisionResult:
 
 
 async def _run_in(job: RunInput, provision: ProvisionResult) -> RunSummary:
+    with workflow.unsafe.sandbox_unrestricted():  # read once per process; constant on replay
+        twice = faults.active("score-twice")  # a broken build for the mutation checks only
+    if _in_one_stage(job, provision):
+        if twice:
+            await _finish_short_run(job, provision)
+        return await _finish_short_run(job, provision)
     executed = await stage(
         EXECUTE,
         RunActivities.execute,
-        ExecuteInput(provision.sandbox_id, provision.command, provision.timeout_s),
+        execute_input(provision),
         on=job,
         run_timeout_s=provision.timeout_s,
         host_queue=provision.host_queue,
@@ -183,16 +193,35 @@ async def _run_in(job: RunInput, provision: ProvisionResult) -> RunSummary:
     collected = await stage(
         COLLECT,
         RunActivities.collect,
-        CollectInput(job.cell.run_id, provision.sandbox_id, job.dataset, job.cell.case_id),
+        collect_input(job, provision),
         on=job,
         host_queue=provision.host_queue,
     )
     scoring = ScoreInput(job, provision, executed, collected)
-    with workflow.unsafe.sandbox_unrestricted():  # read once per process; constant on replay
-        twice = faults.active("score-twice")  # a broken build for the mutation checks only
     if twice:
         await stage(SCORE, RunActivities.score, scoring, on=job)
     return await stage(SCORE, RunActivities.score, scoring, on=job)
+
+
+async def _finish_short_run(job: RunInput, provision: ProvisionResult) -> RunSummary:
+    return await stage(
+        FINISH_SHORT_RUN,
+        RunActivities.finish_short_run,
+        ShortRunInput(job, provision),
+        on=job,
+        run_timeout_s=provision.timeout_s,
+    )
+
+
+def _in_one_stage(job: RunInput, provision: ProvisionResult) -> bool:
+    """A short run on a quick provider, not pinned to a host queue, in a workflow started or
+    resumed by code that has the single stage (histories recorded before it replay the three;
+    docs/engine.md, "One stage for a short run")."""
+    return (
+        job.prepared.local_stages
+        and not provision.host_queue
+        and workflow.patched(SHORT_RUN_IN_ONE_STAGE)
+    )
 
 
 async def _record(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -47,34 +48,44 @@ async def run_tiny(
     return store, spec
 
 
-async def scheduled_activities(settings: Settings, workflow_id: str) -> list[str]:
-    """The regular activities a run's workflow scheduled (local ones leave markers instead)."""
+async def stages_of(settings: Settings, workflow_id: str) -> tuple[list[str], Counter[str]]:
+    """The regular activities a run's workflow scheduled, and how often it ran each local
+    activity (local ones leave a marker with the activity's type instead)."""
     client = await connect(settings)
     history = await client.get_workflow_handle(workflow_id).fetch_history()
-    return [
+    regular = [
         event.activity_task_scheduled_event_attributes.activity_type.name
         for event in history.events
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
+    local: Counter[str] = Counter()
+    for event in history.events:
+        details = event.marker_recorded_event_attributes.details
+        if event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED and "data" in details:
+            local[json.loads(details["data"].payloads[0].data).get("activity_type", "")] += 1
+    return regular, local
 
 
-PLACEMENTS = {  # sandbox settings → (cells per run workflow, regular activities per run)
-    "short-runs-as-local-activities": ({"local_stage_max_s": 120}, 1, []),
+SHORT = ["provision", "finish_short_run", "teardown"]  # a short run's execute, collect, score: one
+PLACEMENTS = {  # sandbox settings → (cells per run workflow, regular activities per run, local)
+    "short-runs-as-local-activities": ({"local_stage_max_s": 120}, 1, [], SHORT),
     "short-runs-in-batches": (
         {"experiment_parallelism": 16, "run_batch_size": 4},
         4,
         [],
+        SHORT,
     ),
     "every-stage-a-regular-activity": (
         {"local_stage_max_s": 0, "experiment_parallelism": 16, "run_batch_size": 4},
         1,
         ["execute", "collect", "score"],
+        ["provision", "teardown"],
     ),
 }
 
 
 @pytest.mark.parametrize(
-    ("overrides", "batch", "regular"), PLACEMENTS.values(), ids=list(PLACEMENTS)
+    ("overrides", "batch", "regular", "local"), PLACEMENTS.values(), ids=list(PLACEMENTS)
 )
 async def test_every_cell_is_scored_once_and_head_beats_base(
     engine_settings: Settings,
@@ -82,6 +93,7 @@ async def test_every_cell_is_scored_once_and_head_beats_base(
     overrides: dict[str, int],
     batch: int,
     regular: list[str],
+    local: list[str],
 ) -> None:
     settings = engine_settings.with_changes(sandbox=overrides)
     world = load_world(settings.catalog_root, "tiny")
@@ -102,9 +114,11 @@ async def test_every_cell_is_scored_once_and_head_beats_base(
     ran = sorted(run_id for _, run_ids in executions for run_id in run_ids)
     assert ran == sorted(c.run_id for c in spec.cells())  # each cell in one execution, once
     assert max(len(run_ids) for _, run_ids in executions) == batch
+    for workflow_id, run_ids in executions[:3]:
+        scheduled, markers = await stages_of(settings, workflow_id)
+        assert scheduled == regular * len(run_ids)
+        assert markers == Counter({name: len(run_ids) for name in local})
     workflow_ids = [workflow_id for workflow_id, _ in executions]
-    for workflow_id in workflow_ids[:3]:
-        assert await scheduled_activities(settings, workflow_id) == regular
     # workers run workflows unsandboxed; the sandbox checks every workflow of the run here
     replayed = await replay_in_sandbox(client, [spec.experiment_id, *workflow_ids])
     assert replayed.replay_failures == {}

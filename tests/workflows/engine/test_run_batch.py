@@ -132,11 +132,13 @@ async def test_a_failing_cell_is_recorded_alone_and_the_others_score(
     assert torn_down == sorted(job.cell.run_id for job in jobs)  # each once, failures included
 
 
-async def test_a_stage_that_fails_once_is_retried_alone_inside_a_batch(
+async def test_a_stage_that_fails_once_is_retried_inside_its_cell_alone(
     engine_settings: Settings,
 ) -> None:
-    """Per-stage retries survive batching: a collect that fails once is retried by its own
-    policy, only that stage of that cell runs again, and every cell scores."""
+    """Retries survive batching: a collect that fails once is retried by its stage's policy
+    inside that cell only. A short run's execute, collect and score are one stage
+    (finish_short_run), so the retry reattaches (execute again) and collects again; its
+    provision, teardown and score, and every stage of the other cells, run once."""
     jobs = batch_of(engine_settings, 3)
     hiccup = jobs[1].cell.run_id
     stages = StandInStages(flaky={("collect", hiccup)})
@@ -145,8 +147,10 @@ async def test_a_stage_that_fails_once_is_retried_alone_inside_a_batch(
 
     assert [s.status for s in summaries] == ["scored"] * 3
     runs = Counter(stages.calls)
-    assert runs[("collect", hiccup)] == 2
-    assert {n for (stage, run), n in runs.items() if (stage, run) != ("collect", hiccup)} == {1}
+    again = {("execute", hiccup), ("collect", hiccup)}
+    assert {key: runs[key] for key in again} == {key: 2 for key in again}
+    assert {n for key, n in runs.items() if key not in again} == {1}
+    assert len(runs) == 5 * len(jobs)  # provision, execute, collect, score, teardown per cell
     assert stages.recorded == {}
 
 
