@@ -10,7 +10,9 @@ score have task queues of their own). `provision` and `teardown` run as local ac
 provider creates sandboxes in milliseconds (local, process) — still retried per stage, but without
 two task round trips per run — and as regular activities otherwise (Modal). On such providers, runs
 whose timeout is short (settings.sandbox.local_stage_max_s) run `execute`, `collect` and `score` as
-local activities too: the whole run is one workflow task, which halves Temporal's work per cell.
+local activities too: the whole run is one workflow task, which halves Temporal's work per cell;
+and in a workflow that has the patch, as one local activity, `finish_short_run` (docs/engine.md,
+"One stage for a short run").
 Those cells start in groups, one RunBatchWorkflow per group, which runs each of its cells exactly as
 a RunWorkflow would (`run_cell`) and saves a workflow execution per cell (docs/engine.md,
 "Batches").

@@ -1,7 +1,9 @@
 """Today's workflow code replays histories recorded by earlier code (tests/fixtures/histories,
 written by its record.py): an experiment that was running when a new version was deployed goes on
 under the new workers instead of failing with a non-determinism error. `per-cell-c83dd20` predates
-batches (a RunWorkflow per cell); `batches-547e1be` runs its cells in RunBatchWorkflows."""
+batches (a RunWorkflow per cell); `batches-547e1be` runs its cells in RunBatchWorkflows, with five
+local activities per cell; `one-stage-e6e674d` with three, a short run's execute, collect and
+score being one (docs/engine.md, "One stage for a short run")."""
 
 from __future__ import annotations
 
