@@ -251,7 +251,11 @@ async def measured(
         f"cells: {cells} ({cases} cases x {arms} arms x {trials} trials), "
         f"provider {options.provider}"
     )
-    placement = "local activities" if options.local_stage_max_s else "regular activities"
+    placement = (
+        "one local activity (finish_short_run)"
+        if options.local_stage_max_s
+        else "regular activities"
+    )
     runner = "sandboxed" if settings.temporal.workflow_sandbox else "unsandboxed"
     print(
         f"worker processes: {options.workers}; execute/collect/score as {placement}; "
