@@ -59,8 +59,9 @@ class Stopped(Exception):
 
 class LoopFiles:
     """A sandbox's async file methods, called from the collector's thread and run on the loop.
-    Once `stop` is set it starts no call, and `cancel` cancels the one in flight: a cancelled
-    collect never waits on a remote call that hangs."""
+    Once `stop` is set it starts no call, and `cancel` cancels the one in flight (or, when the
+    call started before the thread could note it, the thread does once it sees `stop`): a
+    cancelled collect never waits on a remote call that hangs."""
 
     def __init__(
         self, sandbox: Sandbox, loop: asyncio.AbstractEventLoop, stop: threading.Event
@@ -81,6 +82,8 @@ class LoopFiles:
             raise Stopped
         future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(wait(), self.loop)
         self._in_flight = future
+        if self.stop.is_set():  # stopped after the call started but before it was noted here:
+            future.cancel()  # `cancel` found nothing in flight, so this thread ends the call
         try:
             return future.result()
         except concurrent.futures.CancelledError:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -157,6 +159,41 @@ async def test_a_cancelled_collect_does_not_wait_on_a_remote_call_that_hangs(
     collecting = asyncio.create_task(collect_outputs(sandbox, tmp_path / "staging", originals))
     await asyncio.wait_for(listing.wait(), 30)
     collecting.cancel()
+    done, _ = await asyncio.wait({collecting}, timeout=10)
+    assert collecting in done, "the cancelled collect still waits on the hanging call"
+    assert collecting.cancelled()
+
+
+async def test_a_collect_cancelled_before_its_thread_notes_the_call_still_stops_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race the test above can lose on a loaded machine: the call starts on the loop and the
+    collect is cancelled before the collector's thread has noted the call as in flight, so the
+    cancel finds nothing to cancel. The thread then sees `stop` and ends the call itself."""
+    sandbox, originals = await a_sandbox_with_outputs(tmp_path)
+    listing = asyncio.Event()
+    cancel_handled = threading.Event()
+
+    async def hanging_list(root: str) -> list[FileInfo]:
+        listing.set()
+        await asyncio.sleep(60)  # a broken build fails after 10 s and frees its thread here
+        return []
+
+    start_call = asyncio.run_coroutine_threadsafe
+
+    def descheduled_after_start(coroutine: Any, loop: asyncio.AbstractEventLoop) -> Any:
+        started = start_call(coroutine, loop)
+        cancel_handled.wait(30)  # the thread runs again only once the cancel has been handled
+        return started
+
+    monkeypatch.setattr(asyncio, "run_coroutine_threadsafe", descheduled_after_start)
+    sandbox.blocking_files = lambda: None  # type: ignore[method-assign]
+    sandbox.list_files = hanging_list  # type: ignore[method-assign]
+    collecting = asyncio.create_task(collect_outputs(sandbox, tmp_path / "staging", originals))
+    await asyncio.wait_for(listing.wait(), 30)
+    collecting.cancel()
+    await asyncio.sleep(0.1)  # the collect sets `stop`, finds no call in flight, waits
+    cancel_handled.set()
     done, _ = await asyncio.wait({collecting}, timeout=10)
     assert collecting in done, "the cancelled collect still waits on the hanging call"
     assert collecting.cancelled()
