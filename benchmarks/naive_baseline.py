@@ -15,6 +15,8 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 STAGES = ("provision", "execute", "collect", "score", "teardown")
+# a short run's stages today: execute, collect and score are one (docs/engine.md)
+SHORT_RUN_STAGES = ("provision", "finish_short_run", "teardown")
 
 
 @activity.defn(name="naive_stage")
@@ -25,16 +27,20 @@ async def naive_stage(stage: str) -> str:
 @workflow.defn(name="NaiveRunWorkflow")
 class NaiveRunWorkflow:
     @workflow.run
-    async def run(self, queue: str, local: bool, cells: int = 1) -> None:
+    async def run(
+        self, queue: str, local: bool, cells: int = 1, stages: list[str] | None = None
+    ) -> None:
         """The five stages as regular activities (the naive design), or as local activities (the
         shape of evalbot's short runs, with none of their work: the floor of that design), for
-        one cell or for `cells` side by side (the shape of evalbot's batches)."""
-        await asyncio.gather(*(_stages(queue, local) for _ in range(cells)))
+        one cell or for `cells` side by side (the shape of evalbot's batches). `stages`: other
+        stage names than the five (SHORT_RUN_STAGES, the shape of a short run today)."""
+        names = tuple(stages or STAGES)
+        await asyncio.gather(*(_stages(queue, local, names) for _ in range(cells)))
 
 
-async def _stages(queue: str, local: bool) -> None:
+async def _stages(queue: str, local: bool, names: tuple[str, ...]) -> None:
     timeout = timedelta(minutes=1)
-    for stage in STAGES:
+    for stage in names:
         if local:
             await workflow.execute_local_activity(
                 "naive_stage", stage, start_to_close_timeout=timeout
@@ -52,7 +58,13 @@ class NaiveExperimentWorkflow:
 
     @workflow.run
     async def run(
-        self, cells: int, queue: str, max_parallel: int, local: bool = False, batch: int = 1
+        self,
+        cells: int,
+        queue: str,
+        max_parallel: int,
+        local: bool = False,
+        batch: int = 1,
+        stages: list[str] | None = None,
     ) -> None:
         """`cells` cells, `batch` to a child workflow, at most `max_parallel` cells in flight."""
         tasks = []
@@ -60,14 +72,16 @@ class NaiveExperimentWorkflow:
             size = min(batch, cells - index)
             await workflow.wait_condition(lambda: self.in_flight + size <= max_parallel)  # noqa: B023
             self.in_flight += size
-            tasks.append(asyncio.ensure_future(self._child(index, queue, local, size)))
+            tasks.append(asyncio.ensure_future(self._child(index, queue, local, size, stages)))
         await asyncio.gather(*tasks)
 
-    async def _child(self, index: int, queue: str, local: bool, size: int) -> None:
+    async def _child(
+        self, index: int, queue: str, local: bool, size: int, stages: list[str] | None
+    ) -> None:
         try:
             await workflow.execute_child_workflow(
                 NaiveRunWorkflow.run,
-                args=[queue, local, size],
+                args=[queue, local, size, stages],
                 id=f"{workflow.info().workflow_id}/{index}",
                 task_queue=queue,
             )

@@ -16,19 +16,19 @@ because these machines are shared and noisy. Usage:
 `--workers N` adds N-1 `evalbot worker` processes (the scale-out path of docs/engine.md) beside the
 benchmark's in-process worker; a Python worker uses one core at most. `--local-stage-max-s 0` runs
 every stage as a regular activity (the placement long runs and Modal get). `--workflow-sandbox`
-runs both designs' workflows in Temporal's sandbox (EVALBOT_WORKFLOW_SANDBOX). `--floor` also
-times the naive design with local activities, a workflow per cell and as many cells per workflow
-as evalbot's batches: evalbot's Temporal work per cell without any of the run's own work (sandbox,
-agent, collect, grading, store). `--parallelism` is the experiment's
-runs in flight (EVALBOT_EXPERIMENT_PARALLELISM; 0 = the engine's default, twice the run slots).
+runs both designs' workflows in Temporal's sandbox (EVALBOT_WORKFLOW_SANDBOX). `--floor` also times
+the naive design with local activities, a workflow per cell and as many cells per workflow as
+evalbot's batches, with the five stages and with a short run's three (execute, collect and score in
+one): evalbot's Temporal work per cell without any of the run's own work (sandbox, agent, collect,
+grading, store), and this process's CPU per cell for it. `--parallelism` is the experiment's runs
+in flight (EVALBOT_EXPERIMENT_PARALLELISM; 0 = the engine's default, twice the run slots).
 `--run-batch` is how many short cells one RunBatchWorkflow runs (EVALBOT_RUN_BATCH_SIZE; 1 = one
 RunWorkflow per cell). Modal through the engine is benchmarks/modal_engine.py (the Modal test
 server, with Modal's start latency and rate limits): `--provider modal` says so and stops.
 `--memory` prints the peak RSS of this process, the extra workers and the dev server while the
 experiment runs (benchmarks/memory_sampler.py) and the largest workflow history.
 `--mkfs-per-sandbox` (local) formats each sandbox's disk with its own mkfs.ext4, as before disk
-templates (workflows/providers/local/disk.py), for before/after rows in one run.
-"""
+templates (workflows/providers/local/disk.py), for before/after rows in one run."""
 
 from __future__ import annotations
 
@@ -92,26 +92,36 @@ class NaiveRun:
     parallel: int
 
 
-async def naive(run: NaiveRun, local: bool = False, batch: int = 1) -> tuple[float, float]:
-    """(wall seconds, history events per cell). `local`: its stages as local activities, `batch`
-    cells to a child workflow (the floor of evalbot's placement: the same Temporal work per cell,
-    none of the run's)."""
-    queue = f"naive-floor-{batch}" if local else "naive-baseline"
+@dataclass(frozen=True)
+class Floor:
+    wall_s: float
+    events: float  # history events per cell
+    cpu_ms: float  # this process's CPU per cell (its worker; not the extra worker processes)
+
+
+async def naive(
+    run: NaiveRun, local: bool = False, batch: int = 1, stages: tuple[str, ...] = ()
+) -> Floor:
+    """The naive design's figures. `local`: its stages as local activities, `batch` cells to a
+    child workflow (the floor of evalbot's placement: the same Temporal work per cell, none of
+    the run's); `stages`: other stage names than the naive design's five."""
+    queue = f"naive-floor-{batch}-{len(stages)}" if local else "naive-baseline"
     script = str(Path(naive_baseline.__file__))
     sandboxed = ["sandboxed"] if run.sandboxed else []
     command = [sys.executable, script, run.address, queue, *sandboxed]
     with processes(command, run.workers - 1, dict(os.environ)):
         async with naive_baseline.worker(run.client, queue, run.sandboxed):
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             await run.client.execute_workflow(
                 naive_baseline.NaiveExperimentWorkflow.run,
-                args=[run.cells, queue, run.parallel, local, batch],
+                args=[run.cells, queue, run.parallel, local, batch, list(stages) or None],
                 id=queue,
                 task_queue=queue,
             )
-            elapsed = time.perf_counter() - started
+            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     child_ids = [f"{queue}/{i}" for i in range(0, run.cells, batch)]
-    return elapsed, await history_events_per_cell(run.client, queue, child_ids, run.cells)
+    events = await history_events_per_cell(run.client, queue, child_ids, run.cells)
+    return Floor(elapsed, events, 1000 * cpu / run.cells)
 
 
 @contextlib.contextmanager
@@ -241,9 +251,11 @@ async def measured(
             settings.sandbox.resolved_experiment_parallelism,
         )
         batch = batch_size(settings.sandbox.run_batch_size, naive_run.parallel)
-        floors = {b: await naive(naive_run, True, b) for b in {1, batch}} if options.floor else {}
+        shapes = [(1, naive_baseline.STAGES), (batch, naive_baseline.STAGES)]
+        shapes.append((batch, naive_baseline.SHORT_RUN_STAGES))  # a short run's stages today
+        floors = [(b, s, await naive(naive_run, True, b, s)) for b, s in shapes if options.floor]
         if baseline:
-            naive_s, naive_events = await naive(naive_run)
+            naive_figures = await naive(naive_run)
     counts = store.count_runs(spec.experiment_id)
     cells = len(run_ids)
     print(f"machine: {host()}; commit {commit()}; after: {load()}")
@@ -271,18 +283,21 @@ async def measured(
         f"not the detached runners): {1000 * cpu / cells:.1f} ms"
     )
     print(f"history events per cell: {events:.1f}")
-    for size, (floor_s, floor_events) in sorted(floors.items()):
+    for size, stages, floor in floors:
         print(
-            f"floor ({size} cell(s) per child workflow, five local activities each, no work): "
-            f"{floor_s:.1f} s, {cells / floor_s:.1f} cells/s, {floor_events:.1f} events/cell"
+            f"floor ({size} cell(s) per child workflow, {len(stages)} local activities each "
+            f"({', '.join(stages)}), no work): {floor.wall_s:.1f} s, "
+            f"{cells / floor.wall_s:.1f} cells/s, {floor.events:.1f} events/cell, "
+            f"{floor.cpu_ms:.1f} ms of this process's CPU per cell"
         )
     if baseline:
         print(
             f"naive baseline (5 sequential trivial activities per child, same server and "
             f"worker processes): "
-            f"{naive_s:.1f} s, {cells / naive_s:.1f} cells/s, {naive_events:.1f} events/cell"
+            f"{naive_figures.wall_s:.1f} s, {cells / naive_figures.wall_s:.1f} cells/s, "
+            f"{naive_figures.events:.1f} events/cell"
         )
-        print(f"ratio naive / evalbot wall time: {naive_s / elapsed:.2f}")
+        print(f"ratio naive / evalbot wall time: {naive_figures.wall_s / elapsed:.2f}")
     if peaks is not None:
         print("\n".join(peaks.lines()))
         name, largest_events, largest_bytes = largest
