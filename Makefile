@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
-APT_PACKAGES := bubblewrap postgresql git util-linux chromium xfsprogs
+APT_PACKAGES := bubblewrap postgresql git util-linux chromium xfsprogs gcc libc6-dev
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test bootstrap system-packages lint typecheck actionlint unit clean chaos results-check test-modal test-modal-live
@@ -18,7 +18,8 @@ test: bootstrap lint typecheck actionlint results-check unit
 
 bootstrap: system-packages $(STAMP)
 
-# Debian packages the sandboxes and the store tests need; installed only when run as root and missing.
+# Debian packages the sandboxes (with a C compiler for the native runner) and the store tests need;
+# installed only when run as root and missing.
 system-packages:
 	@missing=""; \
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
@@ -26,6 +27,7 @@ system-packages:
 	command -v setpriv >/dev/null || missing="$$missing util-linux"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v mkfs.xfs >/dev/null || missing="$$missing xfsprogs"; \
+	{ command -v cc >/dev/null && [ -e /usr/include/stdio.h ]; } || missing="$$missing gcc libc6-dev"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \

@@ -1,6 +1,6 @@
 """The runner compiled once per worker (workflows/providers/local/compiled_runner.py): bytecode
 for the sandbox's interpreter, made once per source, and the source when compiling fails; and a
-`local` sandbox whose pid 1 runs that bytecode."""
+`local` sandbox whose pid 1 runs that bytecode (where the native runner cannot be made)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from tests.workflows.providers.kits import Kit, run_to_end
 from workflows.providers.common import RUNNER
+from workflows.providers.local import LocalProvider
 from workflows.providers.local.compiled_runner import compiled_runner
 from workflows.providers.local.local_provider import SANDBOX_PYTHON
 
@@ -57,11 +58,23 @@ def test_a_failed_compile_falls_back_to_the_source(
     assert "from source" in warning
 
 
-async def test_a_local_sandbox_runs_the_compiled_runner(local_kit: Kit) -> None:
-    sandbox = await local_kit.provider.create(local_kit.spec())
+async def test_a_local_sandbox_runs_the_compiled_runner_without_the_native_one(
+    local_kit: Kit,
+) -> None:
+    """Where no C compiler is found (native_runner.py), sandboxes run this bytecode as pid 1."""
+    provider = local_kit.make()
+    assert isinstance(provider, LocalProvider)
+    provider.check_host()
+    provider.runner = compiled_runner(provider.sandbox_dir / ".runner", SANDBOX_PYTHON)
+    sandbox = await provider.create(local_kit.spec())
     try:
-        await run_to_end(sandbox, "tr '\\0' ' ' </proc/1/cmdline > /out/pid1.txt")
+        script = "tr '\\0' ' ' </proc/1/cmdline > /out/pid1.txt; grep CapEff /proc/1/status"
+        state = await run_to_end(sandbox, f"{script} > /out/status.txt")
         pid_1 = (await sandbox.read_file("/out/pid1.txt")).decode()
+        status = (await sandbox.read_file("/out/status.txt")).decode()
     finally:
         await sandbox.terminate()
+        provider.close()
+    assert state["exit_code"] == 0
     assert "/usr/bin/python3 -I -S /evalbot/runner.pyc --out /out" in pid_1
+    assert status == "CapEff:\t0000000000000000\n"

@@ -53,5 +53,6 @@ def compiled_runner(folder: Path, python: str, source: Path = RUNNER) -> Path:
 
 
 def in_sandbox_path(runner: Path) -> str:
-    """Where sandboxes see the runner: Python runs a `.pyc` path as bytecode."""
+    """Where sandboxes see the runner: Python runs a `.pyc` path as bytecode; the native runner
+    (native_runner.py) has no suffix."""
     return f"/evalbot/runner{runner.suffix}"

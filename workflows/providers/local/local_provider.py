@@ -84,6 +84,7 @@ from workflows.providers.local.disk import (
     remount_after_reboot,
     remove_disk,
 )
+from workflows.providers.local.native_runner import native_runner
 from workflows.providers.local.no_cgroups import NoCgroupBackend, looks_out_of_memory, rlimit_prefix
 from workflows.providers.local.slots import HOST_UID_DIR, UidSlots
 from workflows.providers.local.stage_timer import StageTimer, timed
@@ -107,8 +108,9 @@ def runner_command(
 ) -> list[str]:
     """`user`: the uid (and gid) the runner drops to itself, first thing (no setpriv then)."""
     drop = [] if user is None else ["--user", f"{user}:{user}"]
+    python = [SANDBOX_PYTHON, "-I", "-S"] if runner.suffix in (".py", ".pyc") else []
     return [
-        SANDBOX_PYTHON, "-I", "-S", in_sandbox_path(runner),
+        *python, in_sandbox_path(runner),
         "--out", "/out", "--cwd", "/repo", "--timeout", f"{timeout_s:g}",
         "--log-limit", str(limits.stdout_limit_mb * MIB), "--fsize", str(limits.file_size_mb * MIB),
         "--ready-fd", str(ready_fd), "--pid-namespace", *drop, "--", command,
@@ -377,7 +379,7 @@ class LocalProvider(SandboxProvider):
         self.build_allow_domains = tuple(build_allow_domains)
         self.egress_resolve = dict(egress_resolve or {})  # pinned names (tests, private mirrors)
         self._host_checked = False
-        self.runner = RUNNER  # its compiled form once the host is checked (compiled_runner.py)
+        self.runner = RUNNER  # native or compiled once the host is checked (native_runner.py)
         self.etc_base: Path | None = None  # the shared /etc, once the host is checked
         self.timer: StageTimer | None = None  # per-stage durations, for benchmarks only
         self.pool: WarmPool[LocalSandbox] | None = None
@@ -418,7 +420,8 @@ class LocalProvider(SandboxProvider):
             raise HostUnsupported(f"the local sandbox provider cannot run here: {problem}")
         if isinstance(backend, NoCgroupBackend):
             log.warning("evalbot: notice: %s", backend.notice())
-        self.runner = compiled_runner(self.sandbox_dir / ".runner", SANDBOX_PYTHON)
+        runners = self.sandbox_dir / ".runner"
+        self.runner = native_runner(runners) or compiled_runner(runners, SANDBOX_PYTHON)
         self.etc_base = self._shared_etc()
         self._host_checked = True
 

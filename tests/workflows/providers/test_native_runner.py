@@ -1,0 +1,100 @@
+"""The runner compiled from C once per worker (workflows/providers/local/native_runner.py): made
+once per source, checked to run, the Python runner when it cannot be made, and what a `local`
+sandbox's pid 1 runs. What the program does is tested beside runner.py, in test_runner.py."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.workflows.providers.kits import Kit, run_to_end
+from workflows.providers.local.native_runner import SOURCE, find_compiler, native_runner
+
+pytestmark = [
+    pytest.mark.timeout(180),
+    pytest.mark.skipif(find_compiler() is None, reason="no C compiler here"),
+]
+
+
+def test_compiled_once_per_source_and_runnable_by_every_sandbox_uid(tmp_path: Path) -> None:
+    source = tmp_path / "runner.c"
+    source.write_text(SOURCE.read_text())
+    made = native_runner(tmp_path / "made", source)
+    assert made is not None and made.parent == tmp_path / "made"
+    assert made.stat().st_mode & 0o777 == 0o755
+    made_at = made.stat().st_mtime_ns
+    assert native_runner(tmp_path / "made", source) == made
+    assert made.stat().st_mtime_ns == made_at  # not compiled again
+    source.write_text(SOURCE.read_text() + "\n/* changed */\n")
+    newer = native_runner(tmp_path / "made", source)
+    assert newer is not None and newer != made
+    assert sorted(os.listdir(tmp_path / "made")) == sorted([made.name, newer.name])  # no partial
+
+
+def test_the_source_compiles_without_a_warning() -> None:
+    compiler = find_compiler()
+    assert compiler is not None
+    flags = ["-std=gnu11", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-fsyntax-only"]
+    done = subprocess.run([compiler, *flags, str(SOURCE)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_source_that_does_not_compile_leaves_the_python_runner_and_says_why(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = tmp_path / "runner.c"
+    source.write_text("int main(void) { return undeclared_name; }\n")
+    assert native_runner(tmp_path / "made", source) is None
+    assert os.listdir(tmp_path / "made") == []  # no partial program left
+    (warning,) = warnings_of(caplog)
+    assert "Python runner" in warning and "undeclared_name" in warning  # the compiler's words
+
+
+def test_no_compiler_leaves_the_python_runner(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert native_runner(tmp_path / "made") is None
+    assert not (tmp_path / "made").exists()
+    (warning,) = warnings_of(caplog)
+    assert "no C compiler" in warning
+
+
+def test_a_program_that_does_not_run_as_the_runner_is_not_used(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A "compiler" whose output runs but is no runner (a cross compiler, a wrapper gone wrong)."""
+    fake = tmp_path / "fake-cc"
+    fake.write_text(
+        '#!/bin/sh\nwhile [ "$1" != -o ]; do shift; done\nprintf "#!/bin/sh\\n" > "$2"\n'
+    )
+    fake.chmod(0o755)
+    assert native_runner(tmp_path / "made", compiler=str(fake)) is None
+    assert os.listdir(tmp_path / "made") == []
+    (warning,) = warnings_of(caplog)
+    assert "did not run as a runner" in warning
+
+
+async def test_a_local_sandbox_runs_the_native_runner_as_its_pid_1(local_kit: Kit) -> None:
+    sandbox = await local_kit.provider.create(local_kit.spec())
+    try:
+        script = (
+            "tr '\\0' ' ' </proc/1/cmdline > /out/pid1.txt; grep -E '^(Uid|CapEff)' /proc/1/status"
+        )
+        state = await run_to_end(sandbox, f"{script} > /out/status.txt")
+        pid_1 = (await sandbox.read_file("/out/pid1.txt")).decode()
+        status = (await sandbox.read_file("/out/status.txt")).decode()
+    finally:
+        await sandbox.terminate()
+    assert state["exit_code"] == 0
+    assert pid_1.startswith("/evalbot/runner --out /out ")
+    assert "CapEff:\t0000000000000000" in status  # the runner dropped everything itself
+    assert "Uid:\t0\t" not in status

@@ -1,0 +1,75 @@
+"""The in-sandbox runner as a native program (`runner.c`), compiled once per worker.
+
+A `local` sandbox's runner is pid 1 of its namespace, started once per cell: as Python it paid an
+interpreter's start and its own imports every time (about 10 ms of CPU of a cell's isolation;
+benchmarks/isolation_cost.py). `runner.c` does what `runner.py` does, with the same command line
+and state file, so the provider runs whichever it has: this program when the host has a C
+compiler, else the compiled Python runner (compiled_runner.py), with a warning saying why.
+
+The program is named by the digest of its source and of the compiler's path, made under a name
+of this process and renamed into place, and checked to run (it must print its usage) before it
+is used: a compiler that makes something this host cannot execute leaves the Python runner.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+import subprocess
+from pathlib import Path
+
+from workflows.process_owned import staging_path
+
+log = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).with_name("runner.c")
+COMPILERS = ("cc", "gcc", "clang")
+FLAGS = ("-O2", "-std=gnu11", "-Wall", "-Wextra")
+COMPILE_TIMEOUT_S = 120
+
+
+def find_compiler() -> str | None:
+    for name in COMPILERS:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def native_runner(folder: Path, source: Path = SOURCE, compiler: str | None = None) -> Path | None:
+    """The runner program in `folder` (compiled if missing), or None when it cannot be made."""
+    compiler = compiler or find_compiler()
+    if compiler is None:
+        log.warning("evalbot: sandboxes run the Python runner (no C compiler: cc, gcc or clang)")
+        return None
+    digest = hashlib.sha256(source.read_bytes() + compiler.encode()).hexdigest()[:16]
+    target = folder / f"runner-{digest}"
+    if target.is_file():
+        return target
+    partial = staging_path(target)
+    try:
+        folder.mkdir(mode=0o755, parents=True, exist_ok=True)
+        subprocess.run(
+            [compiler, *FLAGS, "-o", str(partial), str(source)],
+            check=True,
+            capture_output=True,
+            timeout=COMPILE_TIMEOUT_S,
+        )
+        partial.chmod(0o755)
+        require_usage(partial)
+        partial.replace(target)
+    except (OSError, subprocess.SubprocessError) as error:
+        partial.unlink(missing_ok=True)
+        said = getattr(error, "stderr", None) or b""
+        reason = f"{error} {said.decode(errors='replace')[-500:]}".strip()
+        log.warning("evalbot: sandboxes run the Python runner (the native one failed: %s)", reason)
+        return None
+    return target
+
+
+def require_usage(program: Path) -> None:
+    """Run with no arguments, the runner refuses them with its usage line and exit status 1."""
+    done = subprocess.run([str(program)], capture_output=True, timeout=30)
+    if done.returncode != 1 or not done.stderr.startswith(b"usage: runner"):
+        raise OSError(f"{program.name} did not run as a runner (exit {done.returncode})")
