@@ -1,30 +1,28 @@
 """Where the CPU of one `local` sandbox start goes, and what the host's mount table adds to it.
 
-A `local` cell starts bubblewrap, which starts the runner (a Python interpreter) — each a process
-of its own (docs/sandbox.md); the runner drops to the sandbox's uid itself. Before that, bubblewrap
-started setpriv, which dropped privileges and started the runner. This script makes one sandbox
-with the product's LocalProvider (its disk, cgroup, /etc and world) and launches, with the
-sandbox's bubblewrap command line (namespaces, shared /etc, binds, seccomp filter), four commands
-inside it:
+A `local` cell starts bubblewrap, which starts the runner, pid 1 of the sandbox, which drops to
+the sandbox's uid itself (docs/sandbox.md). The runner was a Python program (runner.py, compiled
+to bytecode once per worker); it is now a native one where the host has a C compiler
+(native_runner.py). This script makes one sandbox with the product's LocalProvider (its disk,
+cgroup, /etc and world) and launches, with the sandbox's bubblewrap command line (namespaces,
+shared /etc, binds, seccomp filter), four commands inside it:
 
 - `true` under setpriv: bubblewrap and setpriv alone;
 - `python3 -I -S -c pass` under setpriv: plus a bare interpreter start;
-- the runner with a `true` agent under setpriv (the compiled runner, `--pid-namespace`, a ready
-  pipe, state and logs to /out): plus the runner's own work — the start before the runner
-  dropped privileges itself;
-- the start as LocalSandbox.start builds it now (`start_argv`: no setpriv, the runner's `--user`).
+- the start as LocalSandbox.start builds it (`start_argv`) with the Python runner, a `true` agent
+  (`--pid-namespace`, `--user`, a ready pipe, state and logs to /out): the start before;
+- the same with the native runner: the start now.
 
 Bubblewrap reads the whole mount table (/proc/self/mountinfo) after each of its binds, and
 every `local` sandbox in flight adds its disk to that table. So each command is launched twice:
 with the host's mount table as it is (the sandbox's own disk included), and with
 `--extra-mounts` (default 128, the cells a worker has in flight) more loop-mounted ext4 disks, made
-from a template as sandbox disks are. Launches alternate across the six (command × table) so all
+from a template as sandbox disks are. Launches alternate across the eight (command × table) so all
 see the same load; the script prints the median wall and CPU time (the children's rusage:
-bubblewrap, setpriv and what they start) of each, the differences between the commands (what each
-layer adds, and what the runner's own drop saves against setpriv) and the ratio of the larger
-table to the smaller. The launches run in the foreground
-and outside the sandbox's cgroup (placing a process there is the worker's work, not the
-launch's). Needs root.
+bubblewrap and what it starts) of each, the differences between the commands (what each layer
+adds, and what the native runner saves) and the ratio of the larger table to the smaller. The
+launches run in the foreground and outside the sandbox's cgroup (placing a process there is the
+worker's work, not the launch's). Needs root and a C compiler.
 
     .venv/bin/python benchmarks/isolation_cost.py [--launches 60] [--extra-mounts 128] [--write]
 """
@@ -51,12 +49,12 @@ from bench_figures import commit, host, load
 from results_file import write_section
 
 from workflows.providers.base import SandboxSpec
+from workflows.providers.local.compiled_runner import compiled_runner
 from workflows.providers.local.disk import format_image, sparse_copy
 from workflows.providers.local.local_provider import (
     SANDBOX_PYTHON,
     LocalProvider,
     close_fds,
-    runner_command,
     seccomp_memfd,
 )
 from workflows.providers.local.loop_mount import mount_image, unmount
@@ -81,25 +79,22 @@ class Sandbox:
         world.mkdir()
         spec = SandboxSpec(run_id="isolation-cost", image=str(repo), world_dir=world, case_files={})
         self.sandbox = asyncio.run(self.provider.create(spec))
+        self.runners = {"native": self.provider.runner}
+        if self.provider.runner.suffix:  # runner.py or its bytecode: no native runner here
+            raise SystemExit("isolation_cost.py needs a C compiler (the native runner)")
+        folder = self.provider.sandbox_dir / ".runner"
+        self.runners["python runner"] = compiled_runner(folder, SANDBOX_PYTHON)
 
     def close(self) -> None:
         asyncio.run(self.sandbox.terminate())
 
     def argv(self, kind: str, ready_fd: int, filter_fd: int | None) -> list[str]:
-        if kind == "start":
+        if kind in self.runners:  # the provider binds and runs the runner it holds
+            self.provider.runner = self.runners[kind]
             return self.sandbox.start_argv("true", ready_fd, filter_fd)
         command = self.sandbox.bwrap(as_pid_1=True, seccomp_fd=filter_fd)
-        return command.argv(self.inner(kind, ready_fd))
-
-    def inner(self, kind: str, ready_fd: int) -> list[str]:
-        limits = self.sandbox.limits
-        if kind == "true":
-            inside = ["/usr/bin/true"]
-        elif kind == "python":
-            inside = [SANDBOX_PYTHON, "-I", "-S", "-c", "pass"]
-        else:
-            inside = runner_command(self.provider.runner, limits, "true", ready_fd, 30)
-        return self.provider.rlimits(limits) + inside
+        inside = ["/usr/bin/true"] if kind == "true" else [SANDBOX_PYTHON, "-I", "-S", "-c", "pass"]
+        return command.argv(self.provider.rlimits(self.sandbox.limits) + inside)
 
     def empty_out(self) -> None:
         out, uid = self.sandbox.layout.out, self.sandbox.uid
@@ -108,7 +103,7 @@ class Sandbox:
         os.chown(out, uid, uid)
 
     def launch(self, kind: str) -> tuple[float, float]:
-        """Wall and CPU seconds of one launch of `kind` ("true", "python", "runner", "start")."""
+        """Wall and CPU seconds of one launch of `kind` ("true", "python", or a runner's name)."""
         self.empty_out()
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         filter_fd = seccomp_memfd()
@@ -123,7 +118,7 @@ class Sandbox:
         with os.fdopen(read_fd, "rb") as ready:
             told = ready.read()
         state = self.sandbox.layout.out / ".state.json"
-        if kind in ("runner", "start") and (not told or b'"finished"' not in state.read_bytes()):
+        if kind in self.runners and (not told or b'"finished"' not in state.read_bytes()):
             raise SystemExit("the runner did not tell it was ready or did not finish its agent")
         return wall, cpu
 
@@ -150,7 +145,7 @@ def extra_disks(folder: Path, count: int) -> Iterator[None]:
 def measure(launches: int, extra: int, scratch: Path) -> tuple[Timings, dict[str, int]]:
     """Alternating launches of each command, with the mount table as it is and with `extra`
     more disks; also how many mounts each table had."""
-    kinds = ("true", "python", "runner", "start")
+    kinds = ("true", "python", "python runner", "native")
     timings: Timings = {}
     tables: dict[str, int] = {}
 
@@ -190,8 +185,8 @@ def table_lines(timings: Timings, tables: dict[str, int], launches: int) -> list
         for name, (walls, cpus) in timings.items()
     }
     names = {"true": "bwrap + setpriv + `true`", "python": "… + `python3 -I -S -c pass`",
-             "runner": "… + the runner, `true` agent",
-             "start": "bwrap + the runner dropping to its uid itself (the start now)"}  # fmt: skip
+             "python runner": "bwrap + the Python runner, `true` agent (the start before)",
+             "native": "bwrap + the native runner, `true` agent (the start now)"}  # fmt: skip
     as_is, more = tables
     lines = [
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · {host()} · commit {commit()} "
@@ -210,19 +205,13 @@ def table_lines(timings: Timings, tables: dict[str, int], launches: int) -> list
         )
     lines += ["", "What each layer adds, median CPU per launch (the rows' differences):", ""]
     for table in (as_is, more):
-        true_cpu = medians[f"true|{table}"][1]
-        python_cpu = medians[f"python|{table}"][1]
-        runner_cpu = medians[f"runner|{table}"][1]
+        true_cpu, python_cpu = medians[f"true|{table}"][1], medians[f"python|{table}"][1]
+        before, now = medians[f"python runner|{table}"][1], medians[f"native|{table}"][1]
         lines.append(
             f"- table {table}: bubblewrap and setpriv {true_cpu:.1f} ms; the interpreter's start "
-            f"{python_cpu - true_cpu:.1f} ms; the runner's own work {runner_cpu - python_cpu:.1f}"
-            f" ms; in all {runner_cpu:.1f} ms"
-        )
-    for table in (as_is, more):
-        saved = medians[f"runner|{table}"][1] - medians[f"start|{table}"][1]
-        lines.append(
-            f"- table {table}: the runner's own drop instead of setpriv saves {saved:.1f} ms "
-            f"({medians[f'start|{table}'][1]:.1f} ms a start)"
+            f"{python_cpu - true_cpu:.1f} ms; a start with the Python runner {before:.1f} ms, "
+            f"with the native runner {now:.1f} ms (saves {before - now:.1f} ms, "
+            f"native ÷ Python {now / before:.2f})"
         )
     added = medians[f"true|{more}"][1] - medians[f"true|{as_is}"][1]
     lines.append(

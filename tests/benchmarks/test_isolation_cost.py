@@ -4,7 +4,7 @@ launches every command in a real sandbox with a larger real mount table.
 Broken builds caught: a summary that subtracts the wrong rows or divides by the wrong number of
 mounts; a run whose extra disks never reach the mount table (the two tables would count the
 same); a runner launch that does not tell it is ready or does not finish its agent (the script
-stops), the product's start among them; disks or the sandbox left behind."""
+stops), the Python and the native runner's; disks or the sandbox left behind."""
 
 from __future__ import annotations
 
@@ -38,12 +38,12 @@ def test_summary_lines_are_the_differences_of_the_medians(isolation_cost: Module
         {
             "true|as is": [9.0, 10.0, 30.0],  # median 10, not the mean
             "python|as is": [20.0, 20.0, 21.0],
-            "runner|as is": [26.0, 25.0, 26.0],
-            "start|as is": [23.0, 24.0, 40.0],  # median 24
+            "python runner|as is": [26.0, 25.0, 26.0],
+            "native|as is": [13.0, 12.0, 40.0],  # median 13
             "true|+128 disks": [17.0, 17.0, 1.0],
             "python|+128 disks": [27.0, 27.0, 27.0],
-            "runner|+128 disks": [33.0, 33.0, 33.0],
-            "start|+128 disks": [30.5, 30.5, 30.5],
+            "python runner|+128 disks": [33.0, 33.0, 33.0],
+            "native|+128 disks": [19.8, 19.8, 19.8],
         }
     )
     lines = isolation_cost.table_lines(measured, {"as is": 21, "+128 disks": 149}, launches=3)
@@ -51,11 +51,10 @@ def test_summary_lines_are_the_differences_of_the_medians(isolation_cost: Module
     assert "| bwrap + setpriv + `true` | 10.0 ms | 17.0 ms | 10.0 ms | 17.0 ms | 1.70 |" in text
     assert (
         "- table as is: bubblewrap and setpriv 10.0 ms; the interpreter's start 10.0 ms; "
-        "the runner's own work 6.0 ms; in all 26.0 ms"
+        "a start with the Python runner 26.0 ms, with the native runner 13.0 ms "
+        "(saves 13.0 ms, native ÷ Python 0.50)"
     ) in text
-    assert "the runner's own work 6.0 ms; in all 33.0 ms" in text
-    assert "- table as is: the runner's own drop instead of setpriv saves 2.0 ms (24.0 ms" in text
-    assert "- table +128 disks: the runner's own drop instead of setpriv saves 2.5 ms" in text
+    assert "with the native runner 19.8 ms (saves 13.2 ms, native ÷ Python 0.60)" in text
     assert "add 7.0 ms of CPU to each bubblewrap launch (55 µs per mount)" in text
     assert "mount table 21 entries as is, 149 with the extra disks" in text
 
@@ -73,7 +72,9 @@ def test_a_short_run_launches_each_command_with_both_tables(
     measured, tables = isolation_cost.measure(2, 3, tmp_path)
     assert tables == {"as is": before + 1, "+3 disks": before + 4}  # +1: the sandbox's disk
     assert sorted(measured) == sorted(
-        f"{kind}|{table}" for kind in ("true", "python", "runner", "start") for table in tables
+        f"{kind}|{table}"
+        for kind in ("true", "python", "python runner", "native")
+        for table in tables
     )
     assert all(len(walls) == 2 and min(cpus) > 0 for walls, cpus in measured.values())
     assert isolation_cost.mount_count() == before  # every disk unmounted, the sandbox's too

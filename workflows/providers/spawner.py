@@ -7,8 +7,9 @@ Its runners are detached exactly as `launch_detached` detaches them, so they out
 and the spawner alike, and a retried `execute` reattaches to them the same way. The worker talks to
 it over a private socket pair; when the worker dies the spawner sees EOF and exits. A spawner that
 died is replaced at the next request. The `local` provider asks it for bubblewrap instead
-(`spawn_exec`): a fork of this small process that joins the sandbox's cgroups and executes
-bubblewrap, instead of a fork of the worker and a shell.
+(`spawn_exec`): a child that joins the sandbox's cgroups and executes bubblewrap, instead of a
+fork of the worker and a shell. Given a `launcher` (launch.c, compiled by the provider), that
+child is the launcher, started with posix_spawn; without one, a fork of this small process.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ REPLY_BYTES = 1 << 16
 class RunnerSpawner:
     def __init__(self, python: str, runner: Path = RUNNER) -> None:
         self._command = [python, "-I", "-S", str(runner), "--serve"]
+        self.launcher: Path | None = None  # launch.c compiled: exec requests without a fork
         self._process: subprocess.Popen[bytes] | None = None
         self._channel: socket.socket | None = None
         self._lock = threading.Lock()  # one request in flight: replies carry no request id
@@ -100,8 +102,9 @@ class RunnerSpawner:
         if self._channel is None:
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             with theirs:
+                launcher = [str(self.launcher)] if self.launcher else []
                 self._process = subprocess.Popen(
-                    [*self._command, str(theirs.fileno())],
+                    [*self._command, str(theirs.fileno()), *launcher],
                     pass_fds=[theirs.fileno()],
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,

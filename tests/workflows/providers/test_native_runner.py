@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.workflows.providers.kits import Kit, run_to_end
+from workflows.providers.local import LocalProvider
 from workflows.providers.local.native_runner import SOURCE, find_compiler, native_runner
 
 pytestmark = [
@@ -80,10 +81,12 @@ def test_a_program_that_does_not_run_as_the_runner_is_not_used(
     assert native_runner(tmp_path / "made", compiler=str(fake)) is None
     assert os.listdir(tmp_path / "made") == []
     (warning,) = warnings_of(caplog)
-    assert "did not run as a runner" in warning
+    assert "did not run as built" in warning
 
 
-async def test_a_local_sandbox_runs_the_native_runner_as_its_pid_1(local_kit: Kit) -> None:
+async def test_a_local_sandbox_runs_the_native_runner_as_its_pid_1_started_by_the_launcher(
+    local_kit: Kit,
+) -> None:
     sandbox = await local_kit.provider.create(local_kit.spec())
     try:
         script = (
@@ -94,7 +97,11 @@ async def test_a_local_sandbox_runs_the_native_runner_as_its_pid_1(local_kit: Ki
         status = (await sandbox.read_file("/out/status.txt")).decode()
     finally:
         await sandbox.terminate()
+    assert isinstance(local_kit.provider, LocalProvider)
+    spawner = local_kit.provider.spawner
+    serving = Path(f"/proc/{spawner.pid}/cmdline").read_bytes().split(b"\0")
     assert state["exit_code"] == 0
     assert pid_1.startswith("/evalbot/runner --out /out ")
+    assert Path(serving[-2].decode()).name.startswith("launch-")  # bubblewrap came through it
     assert "CapEff:\t0000000000000000" in status  # the runner dropped everything itself
     assert "Uid:\t0\t" not in status

@@ -18,6 +18,7 @@ from workflows.providers.base import SandboxError
 from workflows.providers.common.folder import read_state
 from workflows.providers.common.launch import wait_ready
 from workflows.providers.common.procs import is_alive, start_time
+from workflows.providers.local.native_runner import find_compiler, native_launcher
 from workflows.providers.spawner import RunnerSpawner
 
 pytestmark = pytest.mark.timeout(60)
@@ -145,8 +146,27 @@ async def test_the_spawner_exits_when_its_worker_closes_the_channel(
     assert not is_alive(pid, start_time(pid) or 0)
 
 
+@pytest.fixture(scope="module")
+def launcher(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if find_compiler() is None:
+        pytest.skip("no C compiler here: the spawner forks itself for exec requests")
+    made = native_launcher(tmp_path_factory.mktemp("launcher"))
+    assert made is not None, "launch.c did not compile"
+    return made
+
+
+@pytest.fixture(params=["fork", "launcher"])
+async def exec_spawner(request: pytest.FixtureRequest) -> AsyncIterator[RunnerSpawner]:
+    """A spawner that carries out exec requests by forking itself, or with the launcher."""
+    spawner = RunnerSpawner(sys.executable)
+    if request.param == "launcher":
+        spawner.launcher = request.getfixturevalue("launcher")
+    yield spawner
+    spawner.close()
+
+
 async def test_an_executed_command_gets_its_fds_at_their_numbers_and_joins_its_groups_first(
-    spawner: RunnerSpawner, tmp_path: Path
+    exec_spawner: RunnerSpawner, tmp_path: Path
 ) -> None:
     """`spawn_exec` (the `local` provider's bubblewrap): the attached descriptors are open at the
     numbers the command names, whichever numbers they arrive at in the spawner (two numbers
@@ -168,7 +188,7 @@ async def test_an_executed_command_gets_its_fds_at_their_numbers_and_joins_its_g
         f"open({str(tmp_path / 'pipes')!r}, 'w').write(' '.join(sorted(links)))"
     )
     try:
-        pid = await spawner.spawn_exec(
+        pid = await exec_spawner.spawn_exec(
             [sys.executable, "-c", script], env={}, log=tmp_path / "log",
             cgroup_procs=procs, pass_fds=swapped,
         )  # fmt: skip
@@ -186,10 +206,10 @@ async def test_an_executed_command_gets_its_fds_at_their_numbers_and_joins_its_g
 
 
 async def test_an_exec_that_cannot_join_its_groups_never_runs_and_says_why(
-    spawner: RunnerSpawner, tmp_path: Path
+    exec_spawner: RunnerSpawner, tmp_path: Path
 ) -> None:
     marker = tmp_path / "ran"
-    pid = await spawner.spawn_exec(
+    pid = await exec_spawner.spawn_exec(
         ["touch", str(marker)], env={"PATH": "/usr/bin:/bin"}, log=tmp_path / "log",
         cgroup_procs=[tmp_path / "no-such-group" / "cgroup.procs"],
     )  # fmt: skip
@@ -199,7 +219,31 @@ async def test_an_exec_that_cannot_join_its_groups_never_runs_and_says_why(
 
 
 async def test_an_exec_request_with_descriptors_below_3_is_refused(
-    spawner: RunnerSpawner, tmp_path: Path
+    exec_spawner: RunnerSpawner, tmp_path: Path
 ) -> None:
     with pytest.raises(SandboxError, match="none below 3"):  # stdin: it would replace the child's
-        await spawner.spawn_exec(["true"], env={}, log=tmp_path / "log", pass_fds=[0])
+        await exec_spawner.spawn_exec(["true"], env={}, log=tmp_path / "log", pass_fds=[0])
+
+
+async def test_an_executed_command_is_detached_with_only_its_own_descriptors(
+    exec_spawner: RunnerSpawner, tmp_path: Path
+) -> None:
+    """Own session, cwd /, stdin /dev/null, output appended to the log (kept from before), no
+    descriptor of the spawner's (its channel to the worker) left open, and SIGPIPE and SIGXFSZ,
+    which the spawner's Python ignores, back at their defaults (read by a shell: an interpreter
+    would ignore them again itself)."""
+    log = tmp_path / "log"
+    log.write_text("earlier line\n")
+    probe = (
+        "import os; fds = sorted(int(n) for n in os.listdir('/proc/self/fd')); "
+        "print(os.getsid(0) == os.getpid(), os.getcwd(), os.readlink('/proc/self/fd/0'), fds)"
+    )
+    for argv in (
+        [sys.executable, "-I", "-S", "-c", probe],
+        ["/bin/sh", "-c", "grep ^SigIgn /proc/$$/status"],
+    ):
+        await exited(await exec_spawner.spawn_exec(argv, env={}, log=log))
+    earlier, said, ignored = log.read_text().splitlines()
+    assert earlier == "earlier line"
+    assert said == "True / /dev/null [0, 1, 2, 3]"  # 3: listdir's own
+    assert int(ignored.split()[1], 16) & (1 << 12 | 1 << 24) == 0, ignored  # SIGPIPE, SIGXFSZ

@@ -56,7 +56,8 @@ DISK_FULL_BYTES = 2 << 20  # free space below this (or 1 % of the disk) counts a
 DISK_SAMPLE_S = 0.1
 SIGKILL, SIGCHLD = 9, 17
 STOP_SIGNALS = (15, 2, 1)  # SIGTERM, SIGINT, SIGHUP
-RESET_SIGNALS = (*STOP_SIGNALS, SIGCHLD, 13, 25)  # ... SIGPIPE, SIGXFSZ (Python ignores those)
+IGNORED_BY_PYTHON = (13, 25)  # SIGPIPE, SIGXFSZ
+RESET_SIGNALS = (*STOP_SIGNALS, SIGCHLD, *IGNORED_BY_PYTHON)
 USAGE = (
     "usage: runner.py --out DIR --cwd DIR --timeout S --log-limit BYTES [--fsize BYTES] "
     "[--ready-fd N] [--pid-namespace] [--user UID:GID] -- COMMAND"
@@ -556,17 +557,20 @@ def main(argv: list[str]) -> int:
 # -- spawner mode (the process provider) -----------------------------------------------------------
 
 
-def serve(channel_fd: int) -> int:
-    """`--serve FD`: fork a runner per request read from the socket FD, so a run pays a fork of
-    this small, already-imported process instead of an interpreter's start-up. A request is JSON
-    {"argv", "env", "log"} (read_request), with the ready pipe's write end attached; the reply is
-    a line of JSON, {"pid": N} or {"error": "..."}. The runners are detached as `launch_detached`
-    detaches them: their own session, cwd /, stdin /dev/null, stdout and stderr appended to the
-    log. EOF (the worker is gone) ends the spawner; the runners live on."""
+def serve(channel_fd: int, launcher: str = "") -> int:
+    """`--serve FD [LAUNCHER]`: fork a runner per request read from the socket FD, so a run pays
+    a fork of this small, already-imported process instead of an interpreter's start-up. A request
+    is JSON {"argv", "env", "log"} (read_request), with the ready pipe's write end attached; the
+    reply is a line of JSON, {"pid": N} or {"error": "..."}. The runners are detached as
+    `launch_detached` detaches them: their own session, cwd /, stdin /dev/null, stdout and stderr
+    appended to the log. EOF (the worker is gone) ends the spawner; the runners live on. Exec
+    requests (`fork_exec`) start LAUNCHER (launch.c) when given, instead of a fork of this
+    process (`spawn_launched`)."""
     import json
     import socket
 
     channel = socket.socket(fileno=channel_fd)
+    channel.set_inheritable(False)  # no started program may hold the worker's channel
     signals.signal(SIGCHLD, signals.SIG_IGN)  # the kernel reaps the runners we fork
     while True:
         try:
@@ -576,8 +580,11 @@ def serve(channel_fd: int) -> int:
         reply: dict[str, int | str]
         try:
             request = json.loads(message)
-            fork = fork_exec if "exec" in request else fork_runner
-            reply = {"pid": fork(request, fds, channel)}
+            if "exec" in request and launcher:
+                reply = {"pid": spawn_launched(launcher, request, fds)}
+            else:
+                fork = fork_exec if "exec" in request else fork_runner
+                reply = {"pid": fork(request, fds, channel)}
         except (OSError, ValueError, KeyError, TypeError) as error:
             reply = {"error": getattr(error, "strerror", None) or str(error)}
         finally:
@@ -665,15 +672,57 @@ def detach(log: int) -> None:
     os.chdir("/")
 
 
+def exec_request(request: dict[str, Any], fds: list[int]) -> tuple[list[str], list[int]]:
+    """An exec request's argv and the numbers its attached descriptors go to; ValueError if it
+    does not attach one descriptor per number, or names one below 3."""
+    argv, targets = [str(a) for a in request["exec"]], [int(n) for n in request["fds"]]
+    if len(fds) != len(targets) or not argv or min(targets, default=3) < 3:
+        raise ValueError("a request attaches one file descriptor per number in fds, none below 3")
+    return argv, targets
+
+
+def spawn_launched(launcher: str, request: dict[str, Any], fds: list[int]) -> int:
+    """An exec request (see `fork_exec`) carried out by `launcher`, started with posix_spawn:
+    no copy of this process's memory, where a fork copied every page either side wrote before
+    the child's exec. The launcher starts in a session of its own, in /, with stdin /dev/null,
+    stdout and stderr appended to the log, the attached descriptors at their numbers and nothing
+    else open; it joins the groups and executes argv (launch.c)."""
+    import fcntl
+
+    argv, targets = exec_request(request, fds)
+    procs = [str(path) for path in request["cgroup_procs"]]
+    above = max([*fds, *targets], default=2) + 1  # clear of every target: any dup2 order is safe
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, above) for fd in fds]
+    for fd in fds:
+        os.set_inheritable(fd, False)  # received inheritable; closed by serve once we return
+    log_flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, str(request["log"]), log_flags, 0o644),
+        (os.POSIX_SPAWN_DUP2, 1, 2),
+        *[(os.POSIX_SPAWN_DUP2, fd, target) for fd, target in zip(moved, targets, strict=True)],
+    ]
+    try:
+        return os.posix_spawn(
+            launcher,
+            [launcher, *procs, "--", *argv],
+            request_env(request),
+            file_actions=actions,
+            setsid=True,
+            setsigdef=(SIGCHLD, *IGNORED_BY_PYTHON),
+        )
+    finally:
+        for fd in moved:
+            os.close(fd)
+
+
 def fork_exec(request: dict[str, Any], fds: list[int], channel: Any) -> int:
     """A request {"exec": argv, "env", "log", "cgroup_procs", "fds"}: fork a child that joins
     the cgroups (writes its pid to each `cgroup_procs` file, before its first instruction of
     `argv`) after detaching as `fork_runner`'s runners do, puts the attached file descriptors at
     the numbers in "fds" (the numbers `argv` names) and executes `argv` (the `local` provider's
     bubblewrap). A failure in the child is written to the log, and it exits without executing."""
-    argv, targets = [str(a) for a in request["exec"]], [int(n) for n in request["fds"]]
-    if len(fds) != len(targets) or not argv or min(targets, default=3) < 3:
-        raise ValueError("a request attaches one file descriptor per number in fds, none below 3")
+    argv, targets = exec_request(request, fds)
     env, procs = request_env(request), [str(path) for path in request["cgroup_procs"]]
     pid, log = fork_logging(request["log"])
     if pid:
@@ -685,6 +734,8 @@ def fork_exec(request: dict[str, Any], fds: list[int], channel: Any) -> int:
             with open(path, "w") as handle:
                 handle.write(str(os.getpid()))
         place_fds(fds, targets)
+        for signum in IGNORED_BY_PYTHON:  # an exec would keep them ignored
+            signals.signal(signum, signals.SIG_DFL)
         os.execvpe(argv[0], argv, env)  # noqa: S606 - bubblewrap, found on the env's PATH
     except BaseException as error:
         print(f"runner spawner: {argv[0]}: {error}", file=sys.stderr)
@@ -697,7 +748,7 @@ def place_fds(fds: list[int], targets: list[int]) -> None:
     """dup2 each of `fds` to its target number (inheritable there), whatever numbers overlap."""
     import fcntl
 
-    above = max([*fds, *targets]) + 1
+    above = max([*fds, *targets], default=2) + 1
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, above) for fd in fds]
     for fd in fds:
         os.close(fd)  # received without close-on-exec: the command must not inherit them twice
@@ -725,6 +776,6 @@ def exit_now(code: int) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--serve"] and len(sys.argv) == 3:
-        sys.exit(serve(int(sys.argv[2])))
+    if sys.argv[1:2] == ["--serve"] and len(sys.argv) in (3, 4):
+        sys.exit(serve(int(sys.argv[2]), *sys.argv[3:]))
     exit_now(run_main(sys.argv[1:]))

@@ -84,7 +84,7 @@ from workflows.providers.local.disk import (
     remount_after_reboot,
     remove_disk,
 )
-from workflows.providers.local.native_runner import native_runner
+from workflows.providers.local.native_runner import native_launcher, native_runner
 from workflows.providers.local.no_cgroups import NoCgroupBackend, looks_out_of_memory, rlimit_prefix
 from workflows.providers.local.slots import HOST_UID_DIR, UidSlots
 from workflows.providers.local.stage_timer import StageTimer, timed
@@ -422,6 +422,7 @@ class LocalProvider(SandboxProvider):
             log.warning("evalbot: notice: %s", backend.notice())
         runners = self.sandbox_dir / ".runner"
         self.runner = native_runner(runners) or compiled_runner(runners, SANDBOX_PYTHON)
+        self.spawner.launcher = native_launcher(runners)
         self.etc_base = self._shared_etc()
         self._host_checked = True
 

@@ -1,4 +1,5 @@
-"""The in-sandbox runner as a native program (`runner.c`), compiled once per worker.
+"""The in-sandbox runner as a native program (`runner.c`), compiled once per worker, and the
+launcher the runner spawner starts bubblewrap with (`launch.c`).
 
 A `local` sandbox's runner is pid 1 of its namespace, started once per cell: as Python it paid an
 interpreter's start and its own imports every time (about 10 ms of CPU of a cell's isolation;
@@ -6,9 +7,9 @@ benchmarks/isolation_cost.py). `runner.c` does what `runner.py` does, with the s
 and state file, so the provider runs whichever it has: this program when the host has a C
 compiler, else the compiled Python runner (compiled_runner.py), with a warning saying why.
 
-The program is named by the digest of its source and of the compiler's path, made under a name
-of this process and renamed into place, and checked to run (it must print its usage) before it
-is used: a compiler that makes something this host cannot execute leaves the Python runner.
+Each program is named by the digest of its source and of the compiler's path, made under a
+name of this process and renamed into place, and checked to run (it must print its usage) before
+it is used: a compiler that makes something this host cannot execute leaves the Python way.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from workflows.process_owned import staging_path
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("runner.c")
+LAUNCH_SOURCE = Path(__file__).with_name("launch.c")  # the spawner's way to start bubblewrap
 COMPILERS = ("cc", "gcc", "clang")
 FLAGS = ("-O2", "-std=gnu11", "-Wall", "-Wextra")
 COMPILE_TIMEOUT_S = 120
@@ -39,12 +41,26 @@ def find_compiler() -> str | None:
 
 def native_runner(folder: Path, source: Path = SOURCE, compiler: str | None = None) -> Path | None:
     """The runner program in `folder` (compiled if missing), or None when it cannot be made."""
+    return native_program(folder, source, compiler, instead="sandboxes run the Python runner")
+
+
+def native_launcher(folder: Path, compiler: str | None = None) -> Path | None:
+    """The launcher (launch.c) in `folder` (compiled if missing), or None."""
+    instead = "the spawner forks itself to start bubblewrap"
+    return native_program(folder, LAUNCH_SOURCE, compiler, instead=instead)
+
+
+def native_program(
+    folder: Path, source: Path, compiler: str | None = None, *, instead: str
+) -> Path | None:
+    """`source` compiled into `folder`, named by its stem and a digest (compiled if missing), or
+    None with a warning saying what happens `instead`."""
     compiler = compiler or find_compiler()
     if compiler is None:
-        log.warning("evalbot: sandboxes run the Python runner (no C compiler: cc, gcc or clang)")
+        log.warning("evalbot: %s (no C compiler: cc, gcc or clang)", instead)
         return None
     digest = hashlib.sha256(source.read_bytes() + compiler.encode()).hexdigest()[:16]
-    target = folder / f"runner-{digest}"
+    target = folder / f"{source.stem}-{digest}"
     if target.is_file():
         return target
     partial = staging_path(target)
@@ -63,13 +79,14 @@ def native_runner(folder: Path, source: Path = SOURCE, compiler: str | None = No
         partial.unlink(missing_ok=True)
         said = getattr(error, "stderr", None) or b""
         reason = f"{error} {said.decode(errors='replace')[-500:]}".strip()
-        log.warning("evalbot: sandboxes run the Python runner (the native one failed: %s)", reason)
+        log.warning("evalbot: %s (%s failed: %s)", instead, source.name, reason)
         return None
     return target
 
 
 def require_usage(program: Path) -> None:
-    """Run with no arguments, the runner refuses them with its usage line and exit status 1."""
+    """Run with no arguments, each program refuses them with its usage line and exit status 1:
+    a compiler that made something this host cannot run is caught here."""
     done = subprocess.run([str(program)], capture_output=True, timeout=30)
-    if done.returncode != 1 or not done.stderr.startswith(b"usage: runner"):
-        raise OSError(f"{program.name} did not run as a runner (exit {done.returncode})")
+    if done.returncode != 1 or not done.stderr.startswith(b"usage: "):
+        raise OSError(f"{program.name} did not run as built (exit {done.returncode})")
