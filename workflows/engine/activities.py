@@ -66,13 +66,14 @@ from workflows.redaction import Redactor
 from workflows.scoring import JudgeUnavailable, RubricError, failed_criteria
 from workflows.secret_store import SecretStoreError
 from workflows.settings import Settings
-from workflows.store.store_errors import StoreError
+from workflows.store.store_errors import StoreError, StoreRefused
 
 STATE_FILE = "/out/.state.json"
 HOST_TIMEOUT_GRACE_S = 30
 RUNNER_LOST = "RunnerLost"
 HOST_UNSUPPORTED = "HostUnsupported"  # the provider cannot run on this host at all
 STORE_OUTAGE_S = 600  # how long `score` waits for the store to come back
+STORE_REFUSED = "StoreRefused"  # the error type of a run the store will not take
 
 
 class RunStore(Protocol):
@@ -432,13 +433,16 @@ class RunActivities:
     async def _save(self, result: RunResult) -> None:
         """Save a graded run, waiting out a store outage (a database restart or failover) for up
         to STORE_OUTAGE_S: stage retries alone last ~15 s, after which a run that scored would
-        be recorded as a sandbox error."""
+        be recorded as a sandbox error. A store that refuses the run (StoreRefused: its
+        experiment is not saved, say) fails the stage at once, without retries."""
         deadline, delay = time.monotonic() + STORE_OUTAGE_S, 0.5
         while True:
             try:
                 if await asyncio.to_thread(self.store.save_run, result):
                     self.metrics.run_stored(result)
                 return
+            except StoreRefused as error:
+                raise ApplicationError(str(error), type=STORE_REFUSED, non_retryable=True) from None
             except StoreError as error:
                 if time.monotonic() + delay > deadline:
                     raise

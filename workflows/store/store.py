@@ -32,7 +32,7 @@ from workflows.store.engine import (
     translated_errors,
 )
 from workflows.store.rate_buckets import take_slot
-from workflows.store.store_errors import StoreError
+from workflows.store.store_errors import StoreError, StoreRefused
 from workflows.store.store_records import ExperimentRecord, ExperimentStatus
 from workflows.store.tables import (
     arms,
@@ -237,15 +237,15 @@ class Store:
         if rows:
             connection.execute(criterion_scores.insert(), rows)
 
-    def _integrity_error(self, result: RunResult) -> StoreError:
+    def _integrity_error(self, result: RunResult) -> StoreRefused:
         with self._read() as connection:
             known = _experiment_exists(connection, result.experiment_id)
         if not known:
-            return StoreError(
+            return StoreRefused(
                 f"Run {result.run_id!r} belongs to experiment {result.experiment_id!r}, "
                 "which is not saved; call save_experiment first."
             )
-        return StoreError(f"The database refused run {result.run_id!r}.")
+        return StoreRefused(f"The database refused run {result.run_id!r}.")
 
     def get_run(self, run_id: str) -> RunResult | None:
         with self._read() as connection:
@@ -420,13 +420,15 @@ def _experiment_record(row: Any) -> ExperimentRecord:
 def _check_run(result: RunResult) -> None:
     expected = f"{result.experiment_id}/{result.case_id}/{result.arm}/{result.trial}"
     if result.run_id != expected:
-        raise StoreError(
+        raise StoreRefused(
             f"Run id {result.run_id!r} does not match its cell; expected {expected!r}."
         )
     names = [c.name for c in result.criteria]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
-        raise StoreError(f"Run {result.run_id!r} scores criterion {repeated[0]!r} more than once.")
+        raise StoreRefused(
+            f"Run {result.run_id!r} scores criterion {repeated[0]!r} more than once."
+        )
 
 
 def _make_parent_dir(database: str) -> None:

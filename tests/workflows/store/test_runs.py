@@ -12,7 +12,8 @@ from tests.support.experiments import make_spec as experiment_spec
 from tests.support.experiments import scored_run
 from tests.workflows.store.builders import make_result, make_spec
 from workflows.records import CriterionScore, RunStatus, SandboxUsage
-from workflows.store import Store, StoreError
+from workflows.store import Store
+from workflows.store.store_errors import StoreRefused
 from workflows.store.tables import criterion_scores, runs
 
 
@@ -120,13 +121,13 @@ def test_count_runs_by_status(saved: Store) -> None:
 
 
 def test_a_run_of_an_unsaved_experiment_is_refused(store: Store) -> None:
-    with pytest.raises(StoreError, match="not saved; call save_experiment first"):
+    with pytest.raises(StoreRefused, match="not saved; call save_experiment first"):
         store.save_run(make_result("ghost"))
     assert store.get_run("ghost/contract-1/main/0") is None
 
 
 def test_a_run_id_that_does_not_match_its_cell_is_refused(saved: Store) -> None:
-    with pytest.raises(StoreError, match="does not match its cell"):
+    with pytest.raises(StoreRefused, match="does not match its cell"):
         saved.save_run(make_result(run_id="exp-1/contract-1/main/7"))
 
 
@@ -135,7 +136,7 @@ def test_a_criterion_scored_twice_is_refused(saved: Store) -> None:
         CriterionScore(name="accuracy", grader="regex", weight=1.0, score=1.0),
         CriterionScore(name="accuracy", grader="regex", weight=1.0, score=0.0),
     )
-    with pytest.raises(StoreError, match="'accuracy' more than once"):
+    with pytest.raises(StoreRefused, match="'accuracy' more than once"):
         saved.save_run(make_result(criteria=twice))
     assert saved.get_run("exp-1/contract-1/main/0") is None
 
