@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,6 +37,7 @@ from workflows.providers.base import (
 from workflows.providers.common import RUNNER
 from workflows.providers.common.folder import FolderSandbox, read_state
 from workflows.providers.common.launch import run_bounded, wait_ready
+from workflows.providers.common.native_runner import native_launcher, native_runner
 from workflows.providers.common.procs import is_alive, kill, start_time, wait_gone
 from workflows.providers.common.sandbox_layout import (
     Layout,
@@ -87,6 +89,7 @@ class ProcessSandbox(FolderSandbox):
         if await asyncio.to_thread(self.already_started):
             return
         self.require_alive()
+        native = await asyncio.to_thread(self.provider.native_runner)
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         limits = self.limits
         argv = [
@@ -95,10 +98,13 @@ class ProcessSandbox(FolderSandbox):
             "--log-limit", str(limits.stdout_limit_mb * MIB),
             "--fsize", str(limits.file_size_mb * MIB), "--", command,
         ]  # fmt: skip
+        spawner, env_vars, log = self.provider.spawner, self.env(env), self.layout.log
         try:
-            pid = await self.provider.spawner.spawn(
-                argv, env=self.env(env), log=self.layout.log, ready_fd=write_fd
-            )
+            if native is None:  # the spawner forks its imported Python runner
+                pid = await spawner.spawn(argv, env=env_vars, log=log, ready_fd=write_fd)
+            else:  # the spawner starts the native runner through the launcher
+                argv = [str(native), "--ready-fd", str(write_fd), *argv]
+                pid = await spawner.spawn_exec(argv, env=env_vars, log=log, pass_fds=[write_fd])
         except BaseException:
             os.close(read_fd)
             raise
@@ -173,9 +179,25 @@ class ProcessProvider(SandboxProvider):
         self.base_env = {"PATH": DEFAULT_PATH, "LANG": "C.UTF-8", **(base_env or {})}
         self.start_timeout_s = start_timeout_s
         self.spawner = RunnerSpawner(python)
+        self._native: Path | None = None
+        self._native_looked_for = False
+        self._native_lock = threading.Lock()
 
     def close(self) -> None:
         self.spawner.close()
+
+    def native_runner(self) -> Path | None:
+        """The native runner (common/native_runner.py), compiled at the first start, with the
+        launcher the spawner starts it through; None where either cannot be made (the spawner
+        then forks its Python runner)."""
+        with self._native_lock:
+            if not self._native_looked_for:
+                folder = self.sandbox_dir / ".runner"
+                launcher = native_launcher(folder)
+                self._native = native_runner(folder) if launcher is not None else None
+                self.spawner.launcher = launcher if self._native is not None else None
+                self._native_looked_for = True
+            return self._native
 
     async def create(self, spec: SandboxSpec) -> ProcessSandbox:
         if not Path(spec.image).is_dir():

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.workflows.providers.kits import Kit, run_to_end
+from tests.workflows.providers.kits import Kit, make_agent_repo, make_world, run_to_end
+from workflows.providers.common.native_runner import SOURCE, find_compiler, native_runner
 from workflows.providers.local import LocalProvider
-from workflows.providers.local.native_runner import SOURCE, find_compiler, native_runner
+from workflows.providers.process import ProcessProvider
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -105,3 +106,50 @@ async def test_a_local_sandbox_runs_the_native_runner_as_its_pid_1_started_by_th
     assert Path(serving[-2].decode()).name.startswith("launch-")  # bubblewrap came through it
     assert "CapEff:\t0000000000000000" in status  # the runner dropped everything itself
     assert "Uid:\t0\t" not in status
+
+
+async def process_kit(base: Path) -> Kit:
+    def make() -> ProcessProvider:
+        return ProcessProvider(base / "sandboxes", base / "images", allowed=True)
+
+    image = await make().build_image(make_agent_repo(base / "repo"), "main", "true")
+    return Kit("process", base, make, base / "repo", image, make_world(base / "world"))
+
+
+async def cmdline_of_runner(provider: ProcessProvider, kit: Kit) -> bytes:
+    """The command line of a `process` sandbox's runner, while its agent sleeps."""
+    sandbox = await provider.create(kit.spec())
+    try:
+        await sandbox.start("sleep 30")
+        runner = await sandbox.known_runner()  # type: ignore[attr-defined]
+        assert runner is not None
+        return Path(f"/proc/{runner['pid']}/cmdline").read_bytes()
+    finally:
+        await sandbox.terminate()
+
+
+async def test_a_process_sandbox_runs_the_native_runner(tmp_path: Path) -> None:
+    kit = await process_kit(tmp_path)
+    provider = kit.make()
+    try:
+        argv = (await cmdline_of_runner(provider, kit)).split(b"\0")
+        assert Path(argv[0].decode()).name.startswith("runner-")  # the program itself
+        assert argv[1:3] == [b"--ready-fd", argv[2]] and b"--out" in argv
+        assert provider.spawner.launcher is not None
+    finally:
+        provider.close()
+
+
+async def test_without_a_compiler_a_process_sandbox_runs_the_python_runner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kit = await process_kit(tmp_path)
+    monkeypatch.setenv(
+        "PATH", str(tmp_path / "no-tools")
+    )  # no cc (the spawner's python is absolute)
+    provider = kit.make()
+    try:
+        cmdline = await cmdline_of_runner(provider, kit)
+    finally:
+        provider.close()
+    assert b"runner.py\0--serve" in cmdline  # a fork of the spawner, running its Python runner

@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from workflows.providers.common import runner
-from workflows.providers.local.native_runner import find_compiler, native_runner
+from workflows.providers.common.native_runner import find_compiler, native_runner
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -17,8 +17,8 @@ import pytest
 from workflows.providers.base import SandboxError
 from workflows.providers.common.folder import read_state
 from workflows.providers.common.launch import wait_ready
+from workflows.providers.common.native_runner import find_compiler, native_launcher
 from workflows.providers.common.procs import is_alive, start_time
-from workflows.providers.local.native_runner import find_compiler, native_launcher
 from workflows.providers.spawner import RunnerSpawner
 
 pytestmark = pytest.mark.timeout(60)

@@ -54,6 +54,7 @@ from workflows.providers.common.bwrap import (
 )
 from workflows.providers.common.folder import FolderSandbox, read_state
 from workflows.providers.common.launch import joined, run_bounded, wait_ready
+from workflows.providers.common.native_runner import native_launcher, native_runner
 from workflows.providers.common.procs import start_time
 from workflows.providers.common.sandbox_layout import (
     ID_PATTERN,
@@ -84,7 +85,6 @@ from workflows.providers.local.disk import (
     remount_after_reboot,
     remove_disk,
 )
-from workflows.providers.local.native_runner import native_launcher, native_runner
 from workflows.providers.local.no_cgroups import NoCgroupBackend, looks_out_of_memory, rlimit_prefix
 from workflows.providers.local.slots import HOST_UID_DIR, UidSlots
 from workflows.providers.local.stage_timer import StageTimer, timed

@@ -1,11 +1,13 @@
-"""The in-sandbox runner as a native program (`runner.c`), compiled once per worker, and the
-launcher the runner spawner starts bubblewrap with (`launch.c`).
+"""The runner as a native program (`runner.c`), compiled once per worker, and the launcher the
+runner spawner starts it (or, for `local`, bubblewrap) with (`launch.c`).
 
 A `local` sandbox's runner is pid 1 of its namespace, started once per cell: as Python it paid an
 interpreter's start and its own imports every time (about 10 ms of CPU of a cell's isolation;
-benchmarks/isolation_cost.py). `runner.c` does what `runner.py` does, with the same command line
-and state file, so the provider runs whichever it has: this program when the host has a C
-compiler, else the compiled Python runner (compiled_runner.py), with a warning saying why.
+benchmarks/isolation_cost.py); a `process` runner was a fork of the Python spawner that ran the
+runner's Python code. `runner.c` does what `runner.py` does, with the same command line and state
+file, so each provider runs whichever it has: this program when the host has a C compiler, else
+the Python runner (for `local` compiled once, local/compiled_runner.py; for `process` forked by
+the spawner), with a warning saying why.
 
 Each program is named by the digest of its source and of the compiler's path, made under a
 name of this process and renamed into place, and checked to run (it must print its usage) before
@@ -29,6 +31,9 @@ LAUNCH_SOURCE = Path(__file__).with_name("launch.c")  # the spawner's way to sta
 COMPILERS = ("cc", "gcc", "clang")
 FLAGS = ("-O2", "-std=gnu11", "-Wall", "-Wextra")
 COMPILE_TIMEOUT_S = 120
+# programs this process built, by file name (stem and digest): a provider over another folder
+# copies one instead of compiling it again (tests make hundreds of providers)
+BUILT: dict[str, Path] = {}
 
 
 def find_compiler() -> str | None:
@@ -66,15 +71,15 @@ def native_program(
     partial = staging_path(target)
     try:
         folder.mkdir(mode=0o755, parents=True, exist_ok=True)
-        subprocess.run(
-            [compiler, *FLAGS, "-o", str(partial), str(source)],
-            check=True,
-            capture_output=True,
-            timeout=COMPILE_TIMEOUT_S,
-        )
+        made = BUILT.get(target.name)
+        if made is not None and made.is_file():  # built for another folder by this process
+            shutil.copyfile(made, partial)
+        else:
+            compile_program(compiler, source, partial)
         partial.chmod(0o755)
         require_usage(partial)
         partial.replace(target)
+        BUILT[target.name] = target
     except (OSError, subprocess.SubprocessError) as error:
         partial.unlink(missing_ok=True)
         said = getattr(error, "stderr", None) or b""
@@ -82,6 +87,15 @@ def native_program(
         log.warning("evalbot: %s (%s failed: %s)", instead, source.name, reason)
         return None
     return target
+
+
+def compile_program(compiler: str, source: Path, output: Path) -> None:
+    subprocess.run(
+        [compiler, *FLAGS, "-o", str(output), str(source)],
+        check=True,
+        capture_output=True,
+        timeout=COMPILE_TIMEOUT_S,
+    )
 
 
 def require_usage(program: Path) -> None:
