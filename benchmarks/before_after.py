@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_figures import host_and_load
+from bench_figures import busy_cpu_s, host_and_load
 from results_file import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,14 +46,6 @@ class Run:
     events: float
     stored: int
     cpu_ms_per_cell: float  # the whole machine's busy CPU time while it ran, over stored cells
-
-
-def busy_cpu_s() -> float:
-    """CPU seconds every CPU of the machine spent on anything but idling, since boot."""
-    with open("/proc/stat") as stat:
-        fields = [int(x) for x in stat.readline().split()[1:]]
-    idle, iowait = fields[3], fields[4]
-    return (sum(fields[:8]) - idle - iowait) / os.sysconf("SC_CLK_TCK")
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:

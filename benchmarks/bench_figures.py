@@ -100,3 +100,11 @@ def machine() -> str:
 
 def stamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def busy_cpu_s() -> float:
+    """CPU seconds every CPU of the machine spent on anything but idling, since boot."""
+    with open("/proc/stat") as stat:
+        fields = [int(x) for x in stat.readline().split()[1:]]
+    idle, iowait = fields[3], fields[4]
+    return (sum(fields[:8]) - idle - iowait) / os.sysconf("SC_CLK_TCK")
