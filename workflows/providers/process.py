@@ -89,7 +89,7 @@ class ProcessSandbox(FolderSandbox):
         if await asyncio.to_thread(self.already_started):
             return
         self.require_alive()
-        native = await asyncio.to_thread(self.provider.native_runner)
+        native = await self.provider.native_runner_once()
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         limits = self.limits
         argv = [
@@ -185,6 +185,12 @@ class ProcessProvider(SandboxProvider):
 
     def close(self) -> None:
         self.spawner.close()
+
+    async def native_runner_once(self) -> Path | None:
+        """`native_runner`, looked for in a thread the first time only (it may compile)."""
+        if not self._native_looked_for:
+            return await asyncio.to_thread(self.native_runner)
+        return self._native
 
     def native_runner(self) -> Path | None:
         """The native runner (common/native_runner.py), compiled at the first start, with the

@@ -14,6 +14,7 @@ from tests.workflows.providers.kits import (
     make_world,
     skip_reason,
 )
+from workflows.providers.common.native_runner import find_compiler, native_launcher, native_runner
 from workflows.providers.local import LocalProvider
 from workflows.providers.modal import ModalSandbox
 
@@ -70,3 +71,14 @@ async def sandboxes() -> AsyncIterator[list[ModalSandbox]]:
     yield made
     for sandbox in made:
         await sandbox.terminate()
+
+
+@pytest.fixture(scope="session")
+def native_programs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The native runner and launcher (common/native_runner.py), compiled once per session."""
+    if find_compiler() is None:
+        pytest.skip("no C compiler here: providers run the Python runner and fork the spawner")
+    folder = tmp_path_factory.mktemp("native")
+    runner, launcher = native_runner(folder), native_launcher(folder)
+    assert runner is not None and launcher is not None, "runner.c or launch.c did not compile"
+    return runner, launcher

@@ -21,20 +21,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from workflows.providers.common import runner
-from workflows.providers.common.native_runner import find_compiler, native_runner
 
 pytestmark = pytest.mark.timeout(60)
 
 RUNNER = Path(runner.__file__)
-
-
-@pytest.fixture(scope="module")
-def native_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if find_compiler() is None:
-        pytest.skip("no C compiler here: the local provider runs runner.py")
-    made = native_runner(tmp_path_factory.mktemp("native-runner"))
-    assert made is not None, "runner.c did not compile"
-    return made
 
 
 @pytest.fixture(params=["python", "native"])
@@ -42,7 +32,7 @@ def runner_argv(request: pytest.FixtureRequest) -> list[str]:
     """How the runner is started: its argv before the options."""
     if request.param == "python":
         return [sys.executable, "-I", "-S", str(RUNNER)]
-    return [str(request.getfixturevalue("native_program"))]
+    return [str(request.getfixturevalue("native_programs")[0])]
 
 
 def run(

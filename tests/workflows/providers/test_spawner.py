@@ -17,7 +17,6 @@ import pytest
 from workflows.providers.base import SandboxError
 from workflows.providers.common.folder import read_state
 from workflows.providers.common.launch import wait_ready
-from workflows.providers.common.native_runner import find_compiler, native_launcher
 from workflows.providers.common.procs import is_alive, start_time
 from workflows.providers.spawner import RunnerSpawner
 
@@ -146,21 +145,12 @@ async def test_the_spawner_exits_when_its_worker_closes_the_channel(
     assert not is_alive(pid, start_time(pid) or 0)
 
 
-@pytest.fixture(scope="module")
-def launcher(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if find_compiler() is None:
-        pytest.skip("no C compiler here: the spawner forks itself for exec requests")
-    made = native_launcher(tmp_path_factory.mktemp("launcher"))
-    assert made is not None, "launch.c did not compile"
-    return made
-
-
 @pytest.fixture(params=["fork", "launcher"])
 async def exec_spawner(request: pytest.FixtureRequest) -> AsyncIterator[RunnerSpawner]:
     """A spawner that carries out exec requests by forking itself, or with the launcher."""
     spawner = RunnerSpawner(sys.executable)
     if request.param == "launcher":
-        spawner.launcher = request.getfixturevalue("launcher")
+        spawner.launcher = request.getfixturevalue("native_programs")[1]
     yield spawner
     spawner.close()
 
