@@ -3,7 +3,8 @@
 Same folder layout as `local` (common/sandbox_layout.py), but nothing is mounted: the agent finds
 its folders through EVALBOT_REPO_DIR / _WORLD_DIR / _CASE_DIR / _OUT_DIR, runs as the worker's user
 with the worker's view of the machine, and only the runner's limits apply (wall timeout, log caps,
-RLIMIT_FSIZE). Kept cheap (no cgroups, no disks; runners forked by a spawner, spawner.py) for the
+RLIMIT_FSIZE). Kept cheap (no cgroups, no disks; the native runner started by a spawner, or its
+Python runner forked where no C compiler is found: spawner.py, common/native_runner.py) for the
 orchestration benchmark. It refuses to do anything unless constructed with `allowed=True`
 (settings.sandbox.allow_process_provider).
 """
