@@ -23,8 +23,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 NAMES = [
-    "root", "host tools", "bubblewrap", "user namespaces", "cgroups", "seccomp", "disk space",
-    "data file system", "temporal", "database", "github app key", "vault",
+    "root", "host tools", "bubblewrap", "user namespaces", "cgroups", "seccomp", "native runner",
+    "disk space", "data file system", "temporal", "database", "github app key", "vault",
 ]  # fmt: skip
 
 
@@ -47,6 +47,7 @@ def test_this_host_is_ready_and_every_check_has_a_line(tmp_path: Path) -> None:
     checks = {line.split(":")[0].split(maxsplit=1)[1]: line for line in lines[:-1]}
     assert checks["cgroups"].startswith("ok") and checks["cgroups"].endswith("-> mode v1")
     assert checks["bubblewrap"].startswith("ok")
+    assert checks["native runner"].startswith("ok")  # `make` installs gcc
     assert "will start the embedded dev server" in checks["temporal"]
     assert checks["vault"].startswith("skip")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.doctor import data_file_system
+from bot.doctor import data_file_system, native_runner
 from workflows.file_systems import FileSystem
 
 
@@ -42,3 +42,11 @@ def test_an_unreadable_mount_table_skips_the_check(tmp_path: Path) -> None:
 
     check = data_file_system(tmp_path, probe)
     assert check.status == "skip" and "Permission denied" in check.detail
+
+
+def test_a_host_without_a_c_compiler_gets_a_warning_with_the_package_to_install() -> None:
+    without = native_runner(lambda: None)
+    assert (without.status, without.required) == ("warn", False)
+    assert "Python runner" in without.detail and "apt-get install gcc" in without.fix
+    found = native_runner(lambda: "/usr/bin/cc")
+    assert found.status == "ok" and "/usr/bin/cc" in found.detail
