@@ -54,13 +54,12 @@ def parent_of(pid: int) -> int:
 
 
 async def exited(pid: int) -> None:
-    """Until `pid` is a zombie or gone (its sockets are closed by then)."""
+    """Until `pid` is a zombie or gone (its sockets are closed by then). By pid and start time:
+    with this VM's pid_max of 32768 and parallel tests forking hard, a pid may be reused while we
+    wait, and the new process must not be waited for."""
+    started = start_time(pid)
     for _ in range(200):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except FileNotFoundError:  # reaped, possibly since the last look
-            return
-        if stat.rsplit(")", 1)[1].split()[0] == "Z":
+        if started is None or not is_alive(pid, started):
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"process {pid} did not exit")
