@@ -3,7 +3,6 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
-APT_PACKAGES := bubblewrap postgresql git util-linux chromium xfsprogs gcc libc6-dev
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test bootstrap system-packages lint typecheck actionlint unit clean chaos results-check test-modal test-modal-live

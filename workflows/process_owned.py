@@ -11,6 +11,7 @@ import functools
 import os
 import secrets
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -50,6 +51,19 @@ def staging_path(final: Path) -> Path:
     """Where this process makes `final` before renaming it into place: beside it, hidden, named
     by this process so that `reap_partial` knows it for a leftover once the process is gone."""
     return final.parent / f".{final.name}.{secrets.token_hex(6)}.{this_process()}"
+
+
+def make_in_place(final: Path, make: Callable[[Path], object]) -> None:
+    """`make` writes the file it is given (a `staging_path` of `final`), which is then renamed to
+    `final`; if `make` or the rename fails, nothing is left and the error is raised."""
+    partial = staging_path(final)
+    try:
+        final.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        make(partial)
+        partial.replace(final)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def reap_partial(folder: Path) -> list[str]:

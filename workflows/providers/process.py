@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from workflows.prewarm.image_builder import ImageBuilder
+from workflows.process_owned import reap_partial
 from workflows.providers.base import (
     ExecResult,
     ProviderRefused,
@@ -90,7 +91,7 @@ class ProcessSandbox(FolderSandbox):
         if await asyncio.to_thread(self.already_started):
             return
         self.require_alive()
-        native = await self.provider.native_runner_once()
+        native = await self.provider.native_runner()
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         limits = self.limits
         argv = [
@@ -187,24 +188,26 @@ class ProcessProvider(SandboxProvider):
     def close(self) -> None:
         self.spawner.close()
 
-    async def native_runner_once(self) -> Path | None:
-        """`native_runner`, looked for in a thread the first time only (it may compile)."""
+    async def native_runner(self) -> Path | None:
+        """The native runner (common/native_runner.py), looked for at the first start (in a
+        thread: it may compile), the spawner's launcher with it; None where it cannot be made
+        (the spawner then forks its Python runner)."""
         if not self._native_looked_for:
-            return await asyncio.to_thread(self.native_runner)
+            await asyncio.to_thread(self._look_for_native)
         return self._native
 
-    def native_runner(self) -> Path | None:
-        """The native runner (common/native_runner.py), compiled at the first start, with the
-        launcher the spawner starts it through; None where either cannot be made (the spawner
-        then forks its Python runner)."""
+    def _look_for_native(self) -> None:
         with self._native_lock:
             if not self._native_looked_for:
                 folder = self.sandbox_dir / ".runner"
-                launcher = native_launcher(folder)
-                self._native = native_runner(folder) if launcher is not None else None
-                self.spawner.launcher = launcher if self._native is not None else None
+                self.spawner.launcher = native_launcher(folder)
+                self._native = native_runner(folder)
                 self._native_looked_for = True
-            return self._native
+
+    def reap_orphans(self, grace_s: float = 60.0) -> list[int]:
+        """Remove native programs a worker killed mid-build left half-made."""
+        reap_partial(self.sandbox_dir / ".runner")
+        return []
 
     async def create(self, spec: SandboxSpec) -> ProcessSandbox:
         if not Path(spec.image).is_dir():

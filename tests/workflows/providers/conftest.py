@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,18 +49,22 @@ async def local_kit(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[K
     yield await build_kit("local", tmp_path_factory.mktemp("kit-local-hostile"))
 
 
-@pytest.fixture(scope="session", params=["cgroups", "no-cgroups"])
+@pytest.fixture(scope="session", params=["cgroups", "no-cgroups", "python runner"])
 def mode_kit(request: pytest.FixtureRequest, local_kit: Kit) -> Kit:
-    """The `local` provider with this host's cgroups, and forced into no-cgroup mode
-    (EVALBOT_SANDBOX_CGROUPS=none: rlimits, docs/sandbox.md) over the same folders and image:
-    hostile agents meet both."""
+    """The `local` provider with this host's cgroups; forced into no-cgroup mode
+    (EVALBOT_SANDBOX_CGROUPS=none: rlimits, docs/sandbox.md); and with the Python runner and a
+    forking spawner, as on a host without a C compiler (native_runner.py) — over the same folders
+    and image: hostile agents meet all three."""
     if request.param == "cgroups":
         return local_kit
     base = local_kit.base
+    options: dict[str, Any] = (
+        {"cgroups": "none"} if request.param == "no-cgroups" else {"native": False}
+    )
 
     def make() -> LocalProvider:
         sandboxes, images = base / "sandboxes", base / "images"
-        return LocalProvider(sandboxes, images, start_timeout_s=20, cgroups="none")
+        return LocalProvider(sandboxes, images, start_timeout_s=20, **options)
 
     return Kit("local", base, make, local_kit.repo, local_kit.image, local_kit.world)
 

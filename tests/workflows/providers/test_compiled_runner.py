@@ -62,10 +62,9 @@ async def test_a_local_sandbox_runs_the_compiled_runner_without_the_native_one(
     local_kit: Kit,
 ) -> None:
     """Where no C compiler is found (native_runner.py), sandboxes run this bytecode as pid 1."""
-    provider = local_kit.make()
-    assert isinstance(provider, LocalProvider)
-    provider.check_host()
-    provider.runner = compiled_runner(provider.sandbox_dir / ".runner", SANDBOX_PYTHON)
+    provider = LocalProvider(
+        local_kit.base / "sandboxes", local_kit.base / "images", start_timeout_s=20, native=False
+    )
     sandbox = await provider.create(local_kit.spec())
     try:
         script = "tr '\\0' ' ' </proc/1/cmdline > /out/pid1.txt; grep CapEff /proc/1/status"

@@ -1,6 +1,7 @@
 """Hostile agents (tests/fakes/agents/) in `local` sandboxes: each is contained, quickly, and the
 host is untouched afterwards (no processes, cgroups, mounts or files left behind). Every test runs
-twice: with this host's cgroups and in no-cgroup mode (rlimits; `mode_kit`, conftest.py)."""
+three times: with this host's cgroups, in no-cgroup mode (rlimits), and with the Python runner of
+hosts without a C compiler (`mode_kit`, conftest.py)."""
 
 from __future__ import annotations
 

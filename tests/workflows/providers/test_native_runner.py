@@ -1,6 +1,7 @@
-"""The runner compiled from C once per worker (workflows/providers/local/native_runner.py): made
+"""The runner compiled from C once per worker (workflows/providers/common/native_runner.py): made
 once per source, checked to run, the Python runner when it cannot be made, and what a `local`
-sandbox's pid 1 runs. What the program does is tested beside runner.py, in test_runner.py."""
+sandbox's pid 1 and a `process` sandbox's runner are. What the program does is tested beside
+runner.py, in test_runner.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.dead_process import dead_process_id
 from tests.workflows.providers.kits import Kit, make_agent_repo, make_world, run_to_end
+from workflows.process_owned import staging_path
 from workflows.providers.common.native_runner import SOURCE, find_compiler, native_runner
 from workflows.providers.local import LocalProvider
 from workflows.providers.process import ProcessProvider
@@ -134,7 +137,7 @@ async def test_a_process_sandbox_runs_the_native_runner(tmp_path: Path) -> None:
     try:
         argv = (await cmdline_of_runner(provider, kit)).split(b"\0")
         assert Path(argv[0].decode()).name.startswith("runner-")  # the program itself
-        assert argv[1:3] == [b"--ready-fd", argv[2]] and b"--out" in argv
+        assert argv[1] == b"--ready-fd" and b"--out" in argv
         assert provider.spawner.launcher is not None
     finally:
         provider.close()
@@ -153,3 +156,18 @@ async def test_without_a_compiler_a_process_sandbox_runs_the_python_runner(
     finally:
         provider.close()
     assert b"runner.py\0--serve" in cmdline  # a fork of the spawner, running its Python runner
+
+
+def test_half_made_programs_of_a_dead_worker_are_reaped_by_the_process_provider(
+    tmp_path: Path,
+) -> None:
+    """A worker killed while compiling leaves a staging file named by its process; the process
+    provider's reaping at a worker's start removes it and keeps what a live process makes."""
+    provider = ProcessProvider(tmp_path / "s", tmp_path / "i", allowed=True)
+    folder = provider.sandbox_dir / ".runner"
+    folder.mkdir(parents=True)
+    (folder / f".runner-abc.123.{dead_process_id()}").write_bytes(b"half")
+    live = staging_path(folder / "launch-abc")
+    live.write_bytes(b"being made by this live process")
+    provider.reap_orphans()
+    assert list(folder.iterdir()) == [live]

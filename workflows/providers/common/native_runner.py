@@ -22,7 +22,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from workflows.process_owned import staging_path
+from workflows.process_owned import make_in_place
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +68,8 @@ def native_program(
     target = folder / f"{source.stem}-{digest}"
     if target.is_file():
         return target
-    partial = staging_path(target)
-    try:
-        folder.mkdir(mode=0o755, parents=True, exist_ok=True)
+
+    def build_into(partial: Path) -> None:
         made = BUILT.get(target.name)
         if made is not None and made.is_file():  # built for another folder by this process
             shutil.copyfile(made, partial)
@@ -78,14 +77,15 @@ def native_program(
             compile_program(compiler, source, partial)
         partial.chmod(0o755)
         require_usage(partial)
-        partial.replace(target)
-        BUILT[target.name] = target
+
+    try:
+        make_in_place(target, build_into)
     except (OSError, subprocess.SubprocessError) as error:
-        partial.unlink(missing_ok=True)
         said = getattr(error, "stderr", None) or b""
         reason = f"{error} {said.decode(errors='replace')[-500:]}".strip()
         log.warning("evalbot: %s (%s failed: %s)", instead, source.name, reason)
         return None
+    BUILT[target.name] = target
     return target
 
 

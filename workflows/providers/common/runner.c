@@ -1,9 +1,9 @@
 /* The in-sandbox runner as a native program: the command line, behaviour and state file of
  * workflows/providers/common/runner.py (its docstring is the specification; spawner mode,
  * `--serve`, stays there), without an interpreter's start-up, which every cell of a `local`
- * experiment paid (docs/sandbox.md, "Start-up cost"). The `local` provider compiles it once per
- * worker (native_runner.py) and runs runner.py where no C compiler is found; the runner's tests
- * run against both (tests/workflows/providers/test_runner.py). */
+ * experiment paid (docs/sandbox.md, "Start-up cost"). The `local` and `process` providers compile
+ * it once per worker (native_runner.py) and run runner.py where no C compiler is found; the
+ * runner's tests run against both (tests/workflows/providers/test_runner.py). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -180,14 +180,17 @@ static void parse_args(int argc, char **argv, struct options *options) {
 /* -- privileges (`--user`) ----------------------------------------------------------------- */
 
 /* The value of `name:` in /proc/self/status, trimmed, or NULL. */
-static const char *status_field(char *status, const char *name, char *value, size_t size) {
+static const char *status_field(const char *status, const char *name, char *value, size_t size) {
     size_t length = strlen(name);
-    for (char *line = status; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-        if (strncmp(line, name, length) != 0 || line[length] != ':')
-            continue;
-        const char *start = line + length + 1, *end = strchr(start, '\n');
+    for (const char *line = status; *line;) {
+        const char *end = strchr(line, '\n');
         if (!end)
-            end = start + strlen(start);
+            end = line + strlen(line);
+        if (strncmp(line, name, length) != 0 || line[length] != ':') {
+            line = *end ? end + 1 : end;
+            continue;
+        }
+        const char *start = line + length + 1;
         while (start < end && (*start == ' ' || *start == '\t'))
             start++;
         while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
@@ -255,7 +258,9 @@ static void drop_privileges(unsigned uid, unsigned gid) {
 
 static void drop_to_user(const char *user) {
     const char *colon = strchr(user, ':');
-    if (!colon || !all_digits(user, (size_t)(colon - user)) || !all_digits(colon + 1, strlen(colon + 1)))
+    if (!colon || !all_digits(user, (size_t)(colon - user)))
+        usage();
+    if (!all_digits(colon + 1, strlen(colon + 1)))
         usage();
     drop_privileges((unsigned)strtoul(user, NULL, 10), (unsigned)strtoul(colon + 1, NULL, 10));
 }

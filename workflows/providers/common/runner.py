@@ -687,12 +687,9 @@ def spawn_launched(launcher: str, request: dict[str, Any], fds: list[int]) -> in
     the child's exec. The launcher starts in a session of its own, in /, with stdin /dev/null,
     stdout and stderr appended to the log, the attached descriptors at their numbers and nothing
     else open; it joins the groups and executes argv (launch.c)."""
-    import fcntl
-
     argv, targets = exec_request(request, fds)
     procs = [str(path) for path in request["cgroup_procs"]]
-    above = max([*fds, *targets], default=2) + 1  # clear of every target: any dup2 order is safe
-    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, above) for fd in fds]
+    moved = copies_above(fds, targets)
     for fd in fds:
         os.set_inheritable(fd, False)  # received inheritable; closed by serve once we return
     log_flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
@@ -744,12 +741,18 @@ def fork_exec(request: dict[str, Any], fds: list[int], channel: Any) -> int:
         os._exit(70)
 
 
-def place_fds(fds: list[int], targets: list[int]) -> None:
-    """dup2 each of `fds` to its target number (inheritable there), whatever numbers overlap."""
+def copies_above(fds: list[int], targets: list[int]) -> list[int]:
+    """Close-on-exec copies of `fds` numbered above all of `fds` and `targets`, so that dup2-ing
+    the copies to their targets, in any order, never overwrites one still to be placed."""
     import fcntl
 
     above = max([*fds, *targets], default=2) + 1
-    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, above) for fd in fds]
+    return [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, above) for fd in fds]
+
+
+def place_fds(fds: list[int], targets: list[int]) -> None:
+    """dup2 each of `fds` to its target number (inheritable there), whatever numbers overlap."""
+    moved = copies_above(fds, targets)
     for fd in fds:
         os.close(fd)  # received without close-on-exec: the command must not inherit them twice
     for fd, target in zip(moved, targets, strict=True):

@@ -16,7 +16,7 @@ import logging
 import subprocess
 from pathlib import Path
 
-from workflows.process_owned import staging_path
+from workflows.process_owned import make_in_place
 from workflows.providers.common import RUNNER
 
 log = logging.getLogger(__name__)
@@ -34,19 +34,15 @@ def compiled_runner(folder: Path, python: str, source: Path = RUNNER) -> Path:
     target = folder / f"runner-{digest}.pyc"
     if target.is_file():
         return target
-    partial = staging_path(target)
-    try:
-        folder.mkdir(mode=0o755, parents=True, exist_ok=True)
-        subprocess.run(
-            [python, "-I", "-S", "-c", COMPILE, str(source), str(partial)],
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )
+
+    def compile_into(partial: Path) -> None:
+        command = [python, "-I", "-S", "-c", COMPILE, str(source), str(partial)]
+        subprocess.run(command, check=True, capture_output=True, timeout=60)
         partial.chmod(0o644)
-        partial.replace(target)
+
+    try:
+        make_in_place(target, compile_into)
     except (OSError, subprocess.SubprocessError) as error:
-        partial.unlink(missing_ok=True)
         log.warning("evalbot: sandboxes run the runner from source (compiling failed: %s)", error)
         return source
     return target

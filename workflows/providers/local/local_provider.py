@@ -356,7 +356,10 @@ class LocalProvider(SandboxProvider):
         egress_resolve: Mapping[str, str] | None = None,
         cow: str = "auto",
         warm_pool_size: int = 0,
+        native: bool = True,
     ) -> None:
+        """`native`: False runs the Python runner and has the spawner fork itself even where a C
+        compiler is found: what hosts without one run (the tests' hostile battery meets both)."""
         self.sandbox_dir = sandbox_dir.absolute()
         self.disk_dir = self.sandbox_dir / ".disks"
         # None: mkfs.ext4 per sandbox (benchmarks/orchestration.py --mkfs-per-sandbox compares)
@@ -379,6 +382,7 @@ class LocalProvider(SandboxProvider):
         self.build_allow_domains = tuple(build_allow_domains)
         self.egress_resolve = dict(egress_resolve or {})  # pinned names (tests, private mirrors)
         self._host_checked = False
+        self.native = native
         self.runner = RUNNER  # native or compiled once the host is checked (native_runner.py)
         self.etc_base: Path | None = None  # the shared /etc, once the host is checked
         self.timer: StageTimer | None = None  # per-stage durations, for benchmarks only
@@ -421,8 +425,9 @@ class LocalProvider(SandboxProvider):
         if isinstance(backend, NoCgroupBackend):
             log.warning("evalbot: notice: %s", backend.notice())
         runners = self.sandbox_dir / ".runner"
-        self.runner = native_runner(runners) or compiled_runner(runners, SANDBOX_PYTHON)
-        self.spawner.launcher = native_launcher(runners)
+        native = native_runner(runners) if self.native else None
+        self.runner = native or compiled_runner(runners, SANDBOX_PYTHON)
+        self.spawner.launcher = native_launcher(runners) if self.native else None
         self.etc_base = self._shared_etc()
         self._host_checked = True
 
