@@ -133,7 +133,12 @@ async def test_four_workers_share_one_judge_rate(
     assert len(judged) == (CASES - 1) * 2  # both arms of every case that answers
     calls = sorted(request.at for request in judge.log())
     assert len(calls) == len(judged) * SAMPLES  # no verdict from a cache, none lost
-    assert busiest_second(calls) <= RATE + BURST, "the judge saw more than the cluster's rate"
+    # The limiter grants slots 1/RATE apart; the judge logs when each request arrives, which under
+    # a loaded `make test` can lag its grant by a fraction of a slot (a fresh-clone run saw two
+    # calls 0.18 s apart, 5 in one second), so one slot of jitter is allowed. A limit per process
+    # (the broken build below) sends 11 in one second.
+    jitter = 1
+    assert busiest_second(calls) <= RATE + BURST + jitter, "the judge saw more than the rate"
     # the limit was exercised: 30 calls at 3/s take 9.7 s. With the limit per process (measured,
     # store.shared_limits off) the same four workers sent 11 calls in one second, all 30 in 4.1 s
     assert calls[-1] - calls[0] >= (len(calls) - BURST) / RATE - 1.0
