@@ -15,8 +15,8 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 STAGES = ("provision", "execute", "collect", "score", "teardown")
-# a short run's stages today: execute, collect and score are one (docs/engine.md)
-SHORT_RUN_STAGES = ("provision", "finish_short_run", "teardown")
+# a short run's stages today: all in one local activity (docs/engine.md)
+SHORT_RUN_STAGES = ("run_short_cell",)
 
 
 @activity.defn(name="naive_stage")

@@ -264,13 +264,11 @@ async def measured(
         f"provider {options.provider}"
     )
     placement = (
-        "one local activity (finish_short_run)"
-        if options.local_stage_max_s
-        else "regular activities"
+        "one local activity (run_short_cell)" if options.local_stage_max_s else "regular activities"
     )
     runner = "sandboxed" if settings.temporal.workflow_sandbox else "unsandboxed"
     print(
-        f"worker processes: {options.workers}; execute/collect/score as {placement}; "
+        f"worker processes: {options.workers}; a short run's stages as {placement}; "
         f"{runner} workflow runner (both designs); {len(executions)} run workflows "
         f"(up to {max(len(runs) for _, runs in executions)} cells each)"
     )

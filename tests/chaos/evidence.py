@@ -32,7 +32,12 @@ from workflows.providers.local.cgroups import CGROUP_ROOT
 from workflows.providers.local.slots import HOST_UID_DIR, UidSlots
 from workflows.settings import Settings
 
-RESULT_ACTIVITIES = {"score", "finish_short_run", "record_error"}  # each stores a result
+RESULT_ACTIVITIES = {
+    "score",
+    "finish_short_run",
+    "run_short_cell",
+    "record_error",
+}  # each stores a result
 
 
 @dataclass

@@ -39,6 +39,8 @@ class StandInStages:
     recorded: dict[str, tuple[str, str]] = field(default_factory=dict)  # run id → status, error
     hanging: set[str] = field(default_factory=set)
     all_hanging: asyncio.Event = field(default_factory=asyncio.Event)  # every `hang` run hangs
+    left: dict[str, ProvisionResult] = field(default_factory=dict)  # run id → its sandbox, if any
+    started: set[str] = field(default_factory=set)  # sandboxes whose execute began
 
     def activities(self) -> list[Callable[..., Any]]:
         return [
@@ -47,6 +49,7 @@ class StandInStages:
             self.collect,
             self.score,
             self.finish_short_run,
+            self.run_short_cell,
             self.teardown,
         ]
 
@@ -62,10 +65,13 @@ class StandInStages:
     @activity.defn(name="provision")
     async def provision(self, run: RunInput) -> ProvisionResult:
         self._enter("provision", run.cell.run_id)
-        return ProvisionResult(run.cell.run_id, "stand-in", "img", "true", 60, "v1", {})
+        sandbox = ProvisionResult(run.cell.run_id, "stand-in", "img", "true", 60, "v1", {})
+        self.left[run.cell.run_id] = sandbox
+        return sandbox
 
     @activity.defn(name="execute")
     async def execute(self, job: ExecuteInput) -> ExecuteResult:
+        self.started.add(job.sandbox_id)
         self._enter("execute", job.sandbox_id)
         if job.sandbox_id in self.hang:
             self.hanging.add(job.sandbox_id)
@@ -91,9 +97,22 @@ class StandInStages:
         collected = await self.collect(collect_input(job.run, job.provision))
         return await self.score(ScoreInput(job.run, job.provision, executed, collected))
 
+    @activity.defn(name="run_short_cell")
+    async def run_short_cell(self, run: RunInput) -> RunSummary:
+        """Every stage in one, as RunActivities.run_short_cell runs them: an attempt resumes in
+        the sandbox an earlier one left once that sandbox's execute had begun."""
+        left = self.left.get(run.cell.run_id)
+        resumable = left is not None and left.sandbox_id in self.started
+        provision = left if left is not None and resumable else await self.provision(run)
+        summary = await self.finish_short_run(ShortRunInput(run, provision))
+        await self.teardown(provision.sandbox_id, run.cell.run_id)
+        return summary
+
     @activity.defn(name="teardown")
     async def teardown(self, sandbox_id: str, run_id: str = "") -> None:
-        self._enter("teardown", sandbox_id)
+        """Called with the run id alone, tears down whatever the run left (recorded under it)."""
+        self._enter("teardown", sandbox_id or run_id)
+        self.left.pop(run_id or sandbox_id, None)
 
     @activity.defn(name="record_error")
     async def record_error(self, job: RecordErrorInput) -> RunSummary:

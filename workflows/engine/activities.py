@@ -186,6 +186,7 @@ class RunActivities:
             allow_domains=list(config.sandbox.allow_domains),
             quick_provision=self.provider.quick_provision,
             local_stages=self._local_stages(config.run.timeout_s),
+            one_stage=self._local_stages(config.run.timeout_s) and not self.host_queue,
         )
 
     def _local_stages(self, timeout_s: int) -> bool:
@@ -218,16 +219,23 @@ class RunActivities:
             spec = replace(spec, image=await self._host_image(run))
         await self._terminate_leftovers(run.cell.run_id)
         sandbox = await self._create(spec)
+        return self._provisioned(run, sandbox.id, round(time.monotonic() - began, 3))
+
+    def _provisioned(
+        self, run: RunInput, sandbox_id: str, provision_s: float | None
+    ) -> ProvisionResult:
+        case = self.catalog.case(run.dataset, run.cell.case_id)
+        arm = run.prepared
         return ProvisionResult(
-            sandbox_id=sandbox.id,
+            sandbox_id=sandbox_id,
             provider=self.provider.name,
             host_queue=self.host_queue,
             image=arm.image,
             command=arm.command,
             timeout_s=arm.timeout_s,
-            world_version=world.version,
+            world_version=self.catalog.world(case.world).version,
             limits=arm.limits,
-            provision_s=round(time.monotonic() - began, 3),
+            provision_s=provision_s,
         )
 
     async def _host_image(self, run: RunInput) -> str:
@@ -257,6 +265,12 @@ class RunActivities:
             except SandboxError as error:
                 message = build_failed(commit, str(error))
                 raise ApplicationError(message, type="BuildFailed", non_retryable=True) from None
+
+    async def _attached(self, sandbox_id: str) -> Sandbox | None:
+        try:
+            return await self.provider.attach(sandbox_id)
+        except SandboxNotFound:
+            return None
 
     async def _terminate_leftovers(self, run_id: str) -> None:
         """Sandboxes an earlier attempt of this run created and never tore down (its worker died
@@ -482,9 +496,9 @@ class RunActivities:
             status=status,
             error=error,
             provider=provision.provider if provision else self.provider.name,
-            image=provision.image if provision else "",
+            image=provision.image if provision else run.prepared.image,
             commit=run.commit,
-            limits=provision.limits if provision else {},
+            limits=provision.limits if provision else run.prepared.limits,
             world_version=provision.world_version if provision else "",
             evalbot_version=__version__,
             provision_s=provision.provision_s if provision else None,
@@ -515,6 +529,33 @@ class RunActivities:
         collected = await self.collect(collect_input(job.run, job.provision))
         return await self.score(ScoreInput(job.run, job.provision, executed, collected))
 
+    # -- a short cell in one stage ---------------------------------------------------------
+
+    @activity.defn(name="run_short_cell")
+    async def run_short_cell(self, run: RunInput) -> RunSummary:
+        """Every stage of a short run as one local activity (docs/engine.md, "One stage for a
+        short cell"): provision, execute, collect and score (finish_short_run), teardown. A
+        failed attempt leaves its sandbox for the next, which resumes in it when its runner has
+        started (finished, or still running), so the agent runs once; the workflow removes what
+        is left after the last attempt."""
+        provision = await self._resumable(run) or await self.provision(run)
+        summary = await self.finish_short_run(ShortRunInput(run, provision))
+        await self.teardown(provision.sandbox_id, run.cell.run_id)
+        return summary
+
+    async def _resumable(self, run: RunInput) -> ProvisionResult | None:
+        """The sandbox an earlier attempt of this run left here with its runner started: its
+        state file says finished, or the runner is alive. Any other is provision's to remove."""
+        for sandbox_id in await self.provider.sandboxes_of(run.cell.run_id):
+            sandbox = await self._attached(sandbox_id)
+            state = await read_state(sandbox) if sandbox is not None else None
+            if sandbox is None or state is None:
+                continue
+            if state.get("status") == "finished" or await sandbox.runner_alive():
+                activity.logger.info("resuming in %s, left by an earlier attempt", sandbox_id)
+                return self._provisioned(run, sandbox_id, provision_s=None)
+        return None
+
     @activity.defn(name="record_error")
     async def record_error(self, job: RecordErrorInput) -> RunSummary:
         status = RunStatus(job.status)
@@ -538,14 +579,12 @@ class RunActivities:
         here: one an attempt of `provision` made after it was superseded (its task given again
         while it still ran, as after a Temporal server restart), which nothing else would tear
         down until the reaper's pass. `run_id` is empty from workflows started before it was
-        passed."""
+        passed; `sandbox_id` is empty when the workflow never learnt it (a short cell's one
+        stage failed: whatever its attempts left is removed by run id)."""
         if faults.active("skip-teardown"):  # a broken build for the mutation checks only
             return
         async with heartbeating("teardown"):  # on a host queue: a dead host is noticed fast
-            try:
-                sandbox = await self.provider.attach(sandbox_id)
-            except SandboxNotFound:
-                sandbox = None
+            sandbox = await self._attached(sandbox_id) if sandbox_id else None
             if sandbox is not None:
                 await sandbox.terminate()
             if run_id and self.provider.host_bound:  # a directory listing; on Modal an API call

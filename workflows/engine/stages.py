@@ -135,6 +135,15 @@ TEARDOWN = StageOptions(
     heartbeat=False,
     host_bound=True,
 )
+# every stage of a short run as one local activity (never a regular one, never on a host queue:
+# the sandbox lives and dies inside it)
+RUN_SHORT_CELL = StageOptions(
+    Queue.RUNS,
+    PROVISION.start_to_close + FINISH_SHORT_RUN.start_to_close + TEARDOWN.start_to_close,
+    STAGE_RETRY,
+    Local.SHORT_RUN,
+    after_run_timeout=True,
+)
 RECORD_ERROR = StageOptions(Queue.SCORE, timedelta(minutes=5), RECORD_RETRY)  # run cell, parent
 
 

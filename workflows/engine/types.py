@@ -60,6 +60,8 @@ class PreparedArm:
     allow_domains: list[str] = field(default_factory=list)
     quick_provision: bool = False
     local_stages: bool = False  # every stage a local activity (short runs on quick providers)
+    # and all of them one local activity, run_short_cell: local stages without host queues
+    one_stage: bool = False
     error: str = ""  # the commit could not be built: every run of the arm records this
 
 

@@ -80,6 +80,7 @@ def build_workers(
                     runs.collect,
                     runs.score,
                     runs.finish_short_run,
+                    runs.run_short_cell,
                     *reaping,
                     *extra_activities,
                 ],

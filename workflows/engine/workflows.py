@@ -11,8 +11,9 @@ provider creates sandboxes in milliseconds (local, process) — still retried pe
 two task round trips per run — and as regular activities otherwise (Modal). On such providers, runs
 whose timeout is short (settings.sandbox.local_stage_max_s) run `execute`, `collect` and `score` as
 local activities too: the whole run is one workflow task, which halves Temporal's work per cell;
-and in a workflow that has the patch, as one local activity, `finish_short_run` (docs/engine.md,
-"One stage for a short run").
+in a workflow that has the first patch, as one local activity, `finish_short_run` (docs/engine.md,
+"One stage for a short run"), and in one that has the second, every stage of such a run is one
+local activity, `run_short_cell` ("One stage for a short cell").
 Those cells start in groups, one RunBatchWorkflow per group, which runs each of its cells exactly as
 a RunWorkflow would (`run_cell`) and saves a workflow execution per cell (docs/engine.md,
 "Batches").
@@ -50,6 +51,7 @@ from workflows.engine.stages import (
     PROVISION,
     PUBLISH_REPORT,
     RECORD_ERROR,
+    RUN_SHORT_CELL,
     SAVE_EXPERIMENT,
     SCORE,
     TEARDOWN,
@@ -96,8 +98,10 @@ MIN_GROUPS_IN_FLIGHT = 4  # batches never take more than a quarter of an experim
 MAX_CHILD_WORKFLOWS = 8_000
 TOO_LARGE = "ExperimentTooLarge"
 STAGE_FAILURES = (ActivityError, ApplicationError, CancelledError)
-# workflow.patched id: short runs' execute, collect and score in one local activity
+# workflow.patched ids: short runs' execute, collect and score in one local activity; then
+# every stage of a short run in one
 SHORT_RUN_IN_ONE_STAGE = "short-run-in-one-stage"
+SHORT_CELL_IN_ONE_STAGE = "short-cell-in-one-stage"
 
 
 @workflow.defn(name="RunWorkflow")
@@ -142,6 +146,8 @@ async def run_cell(job: RunInput) -> RunSummary:
     re-provisions once (SANDBOX_ATTEMPTS) — on another host, never attaching to the lost one."""
     if job.prepared.error:
         return await _record(job, None, RunStatus.AGENT_ERROR, job.prepared.error)
+    if job.prepared.one_stage and workflow.patched(SHORT_CELL_IN_ONE_STAGE):
+        return await _run_short_cell(job)
     for attempt in range(SANDBOX_ATTEMPTS):
         provision: ProvisionResult | None = None
         lost = False  # the sandbox's host is gone: nothing there to tear down
@@ -173,13 +179,67 @@ async def run_cell(job: RunInput) -> RunSummary:
     raise ApplicationError("unreachable")  # pragma: no cover
 
 
+async def _run_short_cell(job: RunInput) -> RunSummary:
+    """A short run on a quick provider: every stage in one local activity, `run_short_cell`,
+    whose retries resume in the sandbox their runner started in (docs/engine.md, "One stage for
+    a short cell"). A stage failure becomes the cell's recorded error, a lost runner re-runs the
+    cell once in a fresh sandbox (SANDBOX_ATTEMPTS), and whatever a failed attempt left on this
+    host is torn down by run id."""
+    for attempt in range(SANDBOX_ATTEMPTS):
+        finished = False
+        try:
+            if _score_twice():
+                await _short_cell(job)
+            summary = await _short_cell(job)
+            finished = True
+            return summary
+        except GeneratorExit:  # evicted (see run_cell): a replay tears down instead
+            finished = True
+            raise
+        except STAGE_FAILURES as error:
+            if _is_cancel(error):
+                await _record(job, None, RunStatus.CANCELLED, "cancelled")
+                raise
+            if _error_type(error) == RUNNER_LOST and attempt + 1 < SANDBOX_ATTEMPTS:
+                continue
+            message = reason_of(error) + (f" (after {attempt + 1} sandboxes)" if attempt else "")
+            return await _record(job, None, _status_for(error), message)
+        except asyncio.CancelledError:
+            await _record(job, None, RunStatus.CANCELLED, "cancelled")
+            raise
+        finally:
+            if not finished:
+                await _sweep(job)
+    raise ApplicationError("unreachable")  # pragma: no cover
+
+
+async def _short_cell(job: RunInput) -> RunSummary:
+    return await stage(
+        RUN_SHORT_CELL,
+        RunActivities.run_short_cell,
+        job,
+        on=job,
+        run_timeout_s=job.prepared.timeout_s,
+    )
+
+
+def _score_twice() -> bool:
+    """A broken build for the mutation checks only: each cell's result is produced twice."""
+    with workflow.unsafe.sandbox_unrestricted():  # read once per process; constant on replay
+        return faults.active("score-twice")
+
+
+async def _sweep(job: RunInput) -> None:
+    """Tear down every sandbox of the run on this host (its id never reached the workflow)."""
+    await stage(TEARDOWN, RunActivities.teardown, args=["", job.cell.run_id], on=job)
+
+
 async def _provision(job: RunInput) -> ProvisionResult:
     return await stage(PROVISION, RunActivities.provision, job, on=job)
 
 
 async def _run_in(job: RunInput, provision: ProvisionResult) -> RunSummary:
-    with workflow.unsafe.sandbox_unrestricted():  # read once per process; constant on replay
-        twice = faults.active("score-twice")  # a broken build for the mutation checks only
+    twice = _score_twice()
     if _in_one_stage(job, provision):
         if twice:
             await _finish_short_run(job, provision)

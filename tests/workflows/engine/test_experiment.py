@@ -66,7 +66,7 @@ async def stages_of(settings: Settings, workflow_id: str) -> tuple[list[str], Co
     return regular, local
 
 
-SHORT = ["provision", "finish_short_run", "teardown"]  # a short run's execute, collect, score: one
+SHORT = ["run_short_cell"]  # every stage of a short run in one local activity
 PLACEMENTS = {  # sandbox settings → (cells per run workflow, regular activities per run, local)
     "short-runs-as-local-activities": ({"local_stage_max_s": 120}, 1, [], SHORT),
     "short-runs-in-batches": (

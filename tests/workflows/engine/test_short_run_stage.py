@@ -1,7 +1,7 @@
 """A short run's execute, collect and score as one stage (`finish_short_run`, docs/engine.md, "One
-stage for a short run"), through the real activities on the `process` provider: a retry after a
-failed collect reattaches to the finished runner instead of running the agent again, and stores
-one result."""
+stage for a short run"), and all its stages as one (`run_short_cell`, "One stage for a short
+cell"), through the real activities on the `process` provider: a retry after a failed collect
+reattaches to the finished runner instead of running the agent again, and stores one result."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.support.agent_repo import TINY_CATALOG
 from tests.support.experiments import make_spec, run_input
 from workflows.engine.activities import RunActivities
 from workflows.engine.grading import CaseGrader
-from workflows.engine.types import ShortRunInput
+from workflows.engine.types import RunInput, ShortRunInput
 from workflows.providers.process import ProcessProvider
 from workflows.settings import Settings
 
@@ -64,3 +64,75 @@ async def test_a_short_run_retried_after_its_collect_failed_runs_the_agent_once(
     stored = store.list_runs(job.cell.experiment_id)
     assert [(run.run_id, run.status.value) for run in stored] == [(job.cell.run_id, summary.status)]
     assert stored[0].outputs_ref  # collected on the retry
+
+
+def short_cell(
+    tmp_path: Path, settings: Settings
+) -> tuple[RunActivities, ProcessProvider, RunInput, Path]:
+    """The real activities on `process`, and a short run whose agent logs each start outside
+    its sandbox (`process` does not isolate) before it answers."""
+    provider = ProcessProvider(tmp_path / "sandboxes", tmp_path / "images", allowed=True)
+    image = tmp_path / "image"
+    image.mkdir()
+    agent_log = tmp_path / "agent-runs.log"
+    command = f'echo ran >> {agent_log}; echo "no idea" > "$EVALBOT_OUT_DIR/answer.md"'
+    job = run_input(SPEC.cells()[0], image=str(image))
+    job = dataclasses.replace(job, prepared=dataclasses.replace(job.prepared, command=command))
+    store = open_store(settings)
+    store.save_experiment(SPEC)
+    return RunActivities(settings, provider, store, CaseGrader(None)), provider, job, agent_log
+
+
+async def test_a_short_cell_retried_after_its_collect_failed_resumes_in_its_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run_short_cell` (docs/engine.md, "One stage for a short cell"): the failed attempt
+    leaves its sandbox, the retry resumes in it (the agent ran once), stores one result and
+    tears the sandbox down. Broken builds caught: a retry that provisions afresh (two lines in
+    the agent's log), a failure that tears its sandbox down (the retry would run the agent
+    again), a success that leaves it."""
+    settings = Settings(data_dir=tmp_path / "evalbot", catalog_root=TINY_CATALOG)
+    activities, provider, job, agent_log = short_cell(tmp_path, settings)
+    staging = activities.blobs.staging
+    failures = iter([OSError("blob staging folder unavailable")])
+
+    def staging_failing_once(run_id: str) -> Path:
+        for failure in failures:
+            raise failure
+        return staging(run_id)
+
+    monkeypatch.setattr(activities.blobs, "staging", staging_failing_once)
+    environment = ActivityEnvironment()
+    with pytest.raises(OSError, match="staging folder unavailable"):
+        await environment.run(activities.run_short_cell, job)
+    left = await provider.sandboxes_of(job.cell.run_id)
+    assert len(left) == 1
+
+    summary = await environment.run(activities.run_short_cell, job)
+
+    assert agent_log.read_text().splitlines() == ["ran"]
+    stored = activities.store.list_runs(job.cell.experiment_id)
+    assert [(run.run_id, run.status.value) for run in stored] == [(job.cell.run_id, summary.status)]
+    assert stored[0].provision_s is None  # resumed: this attempt provisioned nothing
+    assert await provider.sandboxes_of(job.cell.run_id) == []
+    assert not (tmp_path / "sandboxes" / left[0]).exists()
+
+
+async def test_a_short_cell_does_not_resume_in_a_sandbox_whose_runner_never_started(
+    tmp_path: Path,
+) -> None:
+    """A sandbox left between provision and the runner's start (a worker that died there) may
+    be half made: the next attempt removes it and runs in a fresh one."""
+    settings = Settings(data_dir=tmp_path / "evalbot", catalog_root=TINY_CATALOG)
+    activities, provider, job, agent_log = short_cell(tmp_path, settings)
+    environment = ActivityEnvironment()
+    leftover = await environment.run(activities.provision, job)
+
+    summary = await environment.run(activities.run_short_cell, job)
+
+    assert summary.status == "scored"
+    assert agent_log.read_text().splitlines() == ["ran"]
+    stored = activities.store.list_runs(job.cell.experiment_id)
+    assert stored[0].provision_s is not None and stored[0].provision_s > 0  # a fresh sandbox
+    assert not (tmp_path / "sandboxes" / leftover.sandbox_id).exists()
+    assert await provider.sandboxes_of(job.cell.run_id) == []
