@@ -3,7 +3,8 @@ written by its record.py): an experiment that was running when a new version was
 under the new workers instead of failing with a non-determinism error. `per-cell-c83dd20` predates
 batches (a RunWorkflow per cell); `batches-547e1be` runs its cells in RunBatchWorkflows, with five
 local activities per cell; `one-stage-e6e674d` with three, a short run's execute, collect and
-score being one (docs/engine.md, "One stage for a short run")."""
+score being one (docs/engine.md, "One stage for a short run"); `one-cell-2a10685` with one, a
+short run's every stage (docs/engine.md, "One stage for a short cell")."""
 
 from __future__ import annotations
 
