@@ -255,8 +255,13 @@ def _read_small(
 
 
 def _open_with(dest: Path, chunks: list[bytes]) -> BinaryIO:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    handle = dest.open("wb")
+    """`dest` opened for writing, its folder made first if it is missing (most files of a run
+    land in a folder made already: a mkdir each would lock that folder for nothing)."""
+    try:
+        handle = dest.open("wb")
+    except FileNotFoundError:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        handle = dest.open("wb")
     handle.writelines(chunks)
     return handle
 
