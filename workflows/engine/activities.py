@@ -74,6 +74,8 @@ RUNNER_LOST = "RunnerLost"
 HOST_UNSUPPORTED = "HostUnsupported"  # the provider cannot run on this host at all
 STORE_OUTAGE_S = 600  # how long `score` waits for the store to come back
 STORE_REFUSED = "StoreRefused"  # the error type of a run the store will not take
+# the Temporal run of the workflow that provisioned a sandbox: only that run resumes in it
+WORKFLOW_RUN_LABEL = "workflow_run"
 
 
 class RunStore(Protocol):
@@ -212,7 +214,11 @@ class RunActivities:
             limits=ResourceLimits(**arm.limits),
             env=self._secret_env(tuple(arm.secrets), run),
             allow_domains=tuple(arm.allow_domains),
-            labels={"experiment": run.cell.experiment_id, "run": run.cell.run_id},
+            labels={
+                "experiment": run.cell.experiment_id,
+                "run": run.cell.run_id,
+                WORKFLOW_RUN_LABEL: activity.info().workflow_run_id or "",
+            },
             secret_groups=self._secret_groups(tuple(arm.secrets), run),
         )
         if self.host_queue:  # the arm was built on whichever host ran prepare_arm
@@ -544,12 +550,16 @@ class RunActivities:
         return summary
 
     async def _resumable(self, run: RunInput) -> ProvisionResult | None:
-        """The sandbox an earlier attempt of this run left here with its runner started: its
-        state file says finished, or the runner is alive. Any other is provision's to remove."""
+        """The sandbox an earlier attempt of this run, in this workflow run, left here with its
+        runner started: its state file says finished, or the runner is alive. Any other (one a
+        rerun of the cell finds, say) is provision's to remove."""
+        workflow_run = activity.info().workflow_run_id or ""
         for sandbox_id in await self.provider.sandboxes_of(run.cell.run_id):
             sandbox = await self._attached(sandbox_id)
-            state = await read_state(sandbox) if sandbox is not None else None
-            if sandbox is None or state is None:
+            if sandbox is None or sandbox.labels.get(WORKFLOW_RUN_LABEL) != workflow_run:
+                continue
+            state = await read_state(sandbox)
+            if state is None:
                 continue
             if state.get("status") == "finished" or await sandbox.runner_alive():
                 activity.logger.info("resuming in %s, left by an earlier attempt", sandbox_id)

@@ -178,6 +178,11 @@ class Sandbox(abc.ABC):
 
     id: str
 
+    @property
+    def labels(self) -> dict[str, str]:
+        """The labels its spec gave it, where the provider keeps them ({}: it does not)."""
+        return {}
+
     def blocking_files(self) -> BlockingFiles | None:
         """Its files by blocking calls when they are on this host (the collector then reads them
         all in one thread, docs/engine.md "Collect"); None: only through the async methods."""

@@ -136,3 +136,34 @@ async def test_a_short_cell_does_not_resume_in_a_sandbox_whose_runner_never_star
     assert stored[0].provision_s is not None and stored[0].provision_s > 0  # a fresh sandbox
     assert not (tmp_path / "sandboxes" / leftover.sandbox_id).exists()
     assert await provider.sandboxes_of(job.cell.run_id) == []
+
+
+async def test_a_short_cell_rerun_by_another_workflow_run_does_not_resume_its_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sandbox whose runner finished, left by another Temporal run of the cell's workflow (a
+    rerun of failed cells, a reset), is not resumed: the rerun runs the agent again."""
+    settings = Settings(data_dir=tmp_path / "evalbot", catalog_root=TINY_CATALOG)
+    activities, provider, job, agent_log = short_cell(tmp_path, settings)
+    staging = activities.blobs.staging
+    failures = iter([OSError("blob staging folder unavailable")])
+
+    def staging_failing_once(run_id: str) -> Path:
+        for failure in failures:
+            raise failure
+        return staging(run_id)
+
+    monkeypatch.setattr(activities.blobs, "staging", staging_failing_once)
+    first = ActivityEnvironment()
+    with pytest.raises(OSError, match="staging folder unavailable"):
+        await first.run(activities.run_short_cell, job)
+    (left,) = await provider.sandboxes_of(job.cell.run_id)
+    rerun = ActivityEnvironment()
+    rerun.info = dataclasses.replace(first.info, workflow_run_id="another-run")
+
+    summary = await rerun.run(activities.run_short_cell, job)
+
+    assert summary.status == "scored"
+    assert agent_log.read_text().splitlines() == ["ran", "ran"]
+    assert not (tmp_path / "sandboxes" / left).exists()
+    assert await provider.sandboxes_of(job.cell.run_id) == []

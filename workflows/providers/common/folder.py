@@ -24,6 +24,10 @@ class FolderSandbox(Sandbox):
         self.layout = layout
         self.meta = meta
 
+    @property
+    def labels(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in (self.meta.get("labels") or {}).items()}
+
     # -- hooks ----------------------------------------------------------------------------------
 
     def owner(self) -> tuple[int, int] | None:
