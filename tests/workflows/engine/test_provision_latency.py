@@ -86,7 +86,7 @@ async def test_provision_time_reaches_the_store_and_the_metrics(
     activities: RunActivities, store: Store
 ) -> None:
     run = _run_input(SPEC)
-    provisioned = await activities.provision(run)
+    provisioned = await ActivityEnvironment().run(activities.provision, run)
     assert provisioned.provision_s is not None
     assert CREATE_S <= provisioned.provision_s < CREATE_S + 1.0
 
@@ -114,7 +114,7 @@ async def test_a_failed_provision_is_observed_as_an_error_and_a_provider_error(
     failing = RunActivities(settings, FailingProvider(), store, grader=lambda *a: [],
                             metrics=EngineMetrics())  # fmt: skip
     with pytest.raises(ApplicationError, match="sandbox creation failed"):
-        await failing.provision(_run_input(SPEC))
+        await ActivityEnvironment().run(failing.provision, _run_input(SPEC))
     sample = failing.metrics.registry.get_sample_value
     assert (
         sample("evalbot_stage_duration_seconds_count", {"stage": "provision", "outcome": "error"})
