@@ -1,7 +1,7 @@
 """Stand-in stage activities, registered under the engine's activity names, for testing run
 workflows' own logic on a real Temporal server without sandboxes: each stage records its call,
-and a cell can be told to fail a stage (non-retryably), to fail it once (retryably), or to hang in
-`execute` until cancelled."""
+and a cell can be told to fail a stage (non-retryably), to fail it once (retryably), to lose its
+runner once in `execute`, or to hang in `execute` until cancelled."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ class StandInStages:
     fail: dict[tuple[str, str], str] = field(default_factory=dict)  # (stage, run id) → message
     flaky: set[tuple[str, str]] = field(default_factory=set)  # (stage, run id): fails once
     hang: set[str] = field(default_factory=set)  # run ids whose execute never ends
+    lose: set[str] = field(default_factory=set)  # run ids whose first execute loses its runner
     calls: list[tuple[str, str]] = field(default_factory=list)  # (stage, run id)
     recorded: dict[str, tuple[str, str]] = field(default_factory=dict)  # run id → status, error
     hanging: set[str] = field(default_factory=set)
@@ -73,6 +74,9 @@ class StandInStages:
     async def execute(self, job: ExecuteInput) -> ExecuteResult:
         self.started.add(job.sandbox_id)
         self._enter("execute", job.sandbox_id)
+        if job.sandbox_id in self.lose:
+            self.lose.discard(job.sandbox_id)
+            raise ApplicationError("the runner died", type="RunnerLost", non_retryable=True)
         if job.sandbox_id in self.hang:
             self.hanging.add(job.sandbox_id)
             if self.hanging == self.hang:

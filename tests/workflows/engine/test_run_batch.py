@@ -168,6 +168,26 @@ async def test_a_stage_that_fails_once_is_retried_inside_its_cell_alone(
     assert stages.recorded == {}
 
 
+async def test_a_cell_whose_runner_is_lost_runs_again_in_a_fresh_sandbox(
+    engine_settings: Settings, one_stage: bool
+) -> None:
+    """A lost runner (RunnerLost) re-runs its cell once from provision (SANDBOX_ATTEMPTS): the
+    lost sandbox is torn down, the second one scores, and no error is recorded. Broken builds
+    caught: a lost runner recorded as the cell's error, or a re-run without a new sandbox."""
+    jobs = batch_of(engine_settings, 2, one_stage)
+    lost = jobs[0].cell.run_id
+    stages = StandInStages(lose={lost})
+    async with batch_worker(engine_settings, stages) as client:
+        summaries = await run_batch(client, engine_settings, jobs)
+
+    assert [s.status for s in summaries] == ["scored"] * 2
+    assert stages.recorded == {}
+    runs = Counter(stages.calls)
+    for stage in ("provision", "execute", "teardown"):
+        assert runs[(stage, lost)] == 2, stage
+    assert runs[("score", lost)] == 1
+
+
 async def test_a_cancelled_batch_records_and_tears_down_every_cell(
     engine_settings: Settings, one_stage: bool
 ) -> None:
