@@ -105,9 +105,9 @@ class StandInStages:
     async def run_short_cell(self, run: RunInput) -> RunSummary:
         """Every stage in one, as RunActivities.run_short_cell runs them: an attempt resumes in
         the sandbox an earlier one left once that sandbox's execute had begun."""
-        left = self.left.get(run.cell.run_id)
-        resumable = left is not None and left.sandbox_id in self.started
-        provision = left if left is not None and resumable else await self.provision(run)
+        provision = self.left.get(run.cell.run_id)
+        if provision is None or provision.sandbox_id not in self.started:
+            provision = await self.provision(run)
         summary = await self.finish_short_run(ShortRunInput(run, provision))
         await self.teardown(provision.sandbox_id, run.cell.run_id)
         return summary
