@@ -25,6 +25,19 @@ SPEC = make_spec(n_cases=1, trials=1, arms=("main",), dataset="tiny").model_copy
 )
 
 
+def fail_staging_once(activities: RunActivities, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The blob store's staging folder cannot be made once (collect fails), then it can."""
+    staging = activities.blobs.staging
+    failures = iter([OSError("blob staging folder unavailable")])
+
+    def staging_failing_once(run_id: str) -> Path:
+        for failure in failures:
+            raise failure
+        return staging(run_id)
+
+    monkeypatch.setattr(activities.blobs, "staging", staging_failing_once)
+
+
 async def test_a_short_run_retried_after_its_collect_failed_runs_the_agent_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -42,15 +55,7 @@ async def test_a_short_run_retried_after_its_collect_failed_runs_the_agent_once(
     store = open_store(settings)
     store.save_experiment(SPEC)
     activities = RunActivities(settings, provider, store, CaseGrader(None))
-    staging = activities.blobs.staging
-    failures = iter([OSError("blob staging folder unavailable")])
-
-    def staging_failing_once(run_id: str) -> Path:
-        for failure in failures:
-            raise failure
-        return staging(run_id)
-
-    monkeypatch.setattr(activities.blobs, "staging", staging_failing_once)
+    fail_staging_once(activities, monkeypatch)
     environment = ActivityEnvironment()
     provision = await environment.run(activities.provision, job)
     short_run = ShortRunInput(job, provision)
@@ -66,11 +71,10 @@ async def test_a_short_run_retried_after_its_collect_failed_runs_the_agent_once(
     assert stored[0].outputs_ref  # collected on the retry
 
 
-def short_cell(
-    tmp_path: Path, settings: Settings
-) -> tuple[RunActivities, ProcessProvider, RunInput, Path]:
+def short_cell(tmp_path: Path) -> tuple[RunActivities, ProcessProvider, RunInput, Path]:
     """The real activities on `process`, and a short run whose agent logs each start outside
     its sandbox (`process` does not isolate) before it answers."""
+    settings = Settings(data_dir=tmp_path / "evalbot", catalog_root=TINY_CATALOG)
     provider = ProcessProvider(tmp_path / "sandboxes", tmp_path / "images", allowed=True)
     image = tmp_path / "image"
     image.mkdir()
@@ -91,17 +95,8 @@ async def test_a_short_cell_retried_after_its_collect_failed_resumes_in_its_sand
     tears the sandbox down. Broken builds caught: a retry that provisions afresh (two lines in
     the agent's log), a failure that tears its sandbox down (the retry would run the agent
     again), a success that leaves it."""
-    settings = Settings(data_dir=tmp_path / "evalbot", catalog_root=TINY_CATALOG)
-    activities, provider, job, agent_log = short_cell(tmp_path, settings)
-    staging = activities.blobs.staging
-    failures = iter([OSError("blob staging folder unavailable")])
-
-    def staging_failing_once(run_id: str) -> Path:
-        for failure in failures:
-            raise failure
-        return staging(run_id)
-
-    monkeypatch.setattr(activities.blobs, "staging", staging_failing_once)
+    activities, provider, job, agent_log = short_cell(tmp_path)
+    fail_staging_once(activities, monkeypatch)
     environment = ActivityEnvironment()
     with pytest.raises(OSError, match="staging folder unavailable"):
         await environment.run(activities.run_short_cell, job)
@@ -123,8 +118,7 @@ async def test_a_short_cell_does_not_resume_in_a_sandbox_whose_runner_never_star
 ) -> None:
     """A sandbox left between provision and the runner's start (a worker that died there) may
     be half made: the next attempt removes it and runs in a fresh one."""
-    settings = Settings(data_dir=tmp_path / "evalbot", catalog_root=TINY_CATALOG)
-    activities, provider, job, agent_log = short_cell(tmp_path, settings)
+    activities, provider, job, agent_log = short_cell(tmp_path)
     environment = ActivityEnvironment()
     leftover = await environment.run(activities.provision, job)
 
@@ -143,17 +137,8 @@ async def test_a_short_cell_rerun_by_another_workflow_run_does_not_resume_its_sa
 ) -> None:
     """A sandbox whose runner finished, left by another Temporal run of the cell's workflow (a
     rerun of failed cells, a reset), is not resumed: the rerun runs the agent again."""
-    settings = Settings(data_dir=tmp_path / "evalbot", catalog_root=TINY_CATALOG)
-    activities, provider, job, agent_log = short_cell(tmp_path, settings)
-    staging = activities.blobs.staging
-    failures = iter([OSError("blob staging folder unavailable")])
-
-    def staging_failing_once(run_id: str) -> Path:
-        for failure in failures:
-            raise failure
-        return staging(run_id)
-
-    monkeypatch.setattr(activities.blobs, "staging", staging_failing_once)
+    activities, provider, job, agent_log = short_cell(tmp_path)
+    fail_staging_once(activities, monkeypatch)
     first = ActivityEnvironment()
     with pytest.raises(OSError, match="staging folder unavailable"):
         await first.run(activities.run_short_cell, job)
