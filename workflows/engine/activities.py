@@ -202,6 +202,11 @@ class RunActivities:
     @activity.defn(name="provision")
     @timed("provision")
     async def provision(self, run: RunInput) -> ProvisionResult:
+        return await self._provision(run, await self.provider.sandboxes_of(run.cell.run_id))
+
+    async def _provision(self, run: RunInput, leftovers: list[str]) -> ProvisionResult:
+        """A fresh sandbox for the run, once `leftovers` (its sandboxes an earlier attempt made
+        and never tore down: its worker died first) are removed."""
         began = time.monotonic()  # provisioning latency, stored with the run (bot/metrics.py)
         case = self.catalog.case(run.dataset, run.cell.case_id)
         world = self.catalog.world(case.world)
@@ -223,7 +228,7 @@ class RunActivities:
         )
         if self.host_queue:  # the arm was built on whichever host ran prepare_arm
             spec = replace(spec, image=await self._host_image(run))
-        await self._terminate_leftovers(run.cell.run_id)
+        await self._remove_leftovers(leftovers)
         sandbox = await self._create(spec)
         return self._provisioned(run, sandbox.id, round(time.monotonic() - began, 3))
 
@@ -279,9 +284,10 @@ class RunActivities:
             return None
 
     async def _terminate_leftovers(self, run_id: str) -> None:
-        """Sandboxes an earlier attempt of this run created and never tore down (its worker died
-        first; a replayed run provisions afresh)."""
-        for sandbox_id in await self.provider.sandboxes_of(run_id):
+        await self._remove_leftovers(await self.provider.sandboxes_of(run_id))
+
+    async def _remove_leftovers(self, sandbox_ids: list[str]) -> None:
+        for sandbox_id in sandbox_ids:
             activity.logger.warning("terminating %s, left over from an earlier attempt", sandbox_id)
             await self.provider.remove_leftover(sandbox_id)
 
@@ -544,17 +550,21 @@ class RunActivities:
         failed attempt leaves its sandbox for the next, which resumes in it when its runner has
         started (finished, or still running), so the agent runs once; the workflow removes what
         is left after the last attempt."""
-        provision = await self._resumable(run) or await self.provision(run)
+        leftovers = await self.provider.sandboxes_of(run.cell.run_id)  # listed once, here
+        provision = await self._resumable(run, leftovers)
+        if provision is None:
+            with self.metrics.stage("provision"):  # as @timed times the provision activity
+                provision = await self._provision(run, leftovers)
         summary = await self.finish_short_run(ShortRunInput(run, provision))
         await self.teardown(provision.sandbox_id, run.cell.run_id)
         return summary
 
-    async def _resumable(self, run: RunInput) -> ProvisionResult | None:
-        """The sandbox an earlier attempt of this run, in this workflow run, left here with its
-        runner started: its state file says finished, or the runner is alive. Any other (one a
-        rerun of the cell finds, say) is provision's to remove."""
+    async def _resumable(self, run: RunInput, leftovers: list[str]) -> ProvisionResult | None:
+        """The one of `leftovers` an earlier attempt of this run, in this workflow run, left with
+        its runner started: its state file says finished, or the runner is alive. Any other (one
+        a rerun of the cell finds, say) is provision's to remove."""
         workflow_run = activity.info().workflow_run_id or ""
-        for sandbox_id in await self.provider.sandboxes_of(run.cell.run_id):
+        for sandbox_id in leftovers:
             sandbox = await self._attached(sandbox_id)
             if sandbox is None or sandbox.labels.get(WORKFLOW_RUN_LABEL) != workflow_run:
                 continue

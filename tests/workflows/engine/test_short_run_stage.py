@@ -128,6 +128,10 @@ async def test_a_short_cell_does_not_resume_in_a_sandbox_whose_runner_never_star
     assert agent_log.read_text().splitlines() == ["ran"]
     stored = activities.store.list_runs(job.cell.experiment_id)
     assert stored[0].provision_s is not None and stored[0].provision_s > 0  # a fresh sandbox
+    observed = activities.metrics.registry.get_sample_value
+    for stage in ("provision", "execute", "collect", "teardown"):  # the one stage's own, timed
+        count = observed("evalbot_stage_duration_seconds_count", {"stage": stage, "outcome": "ok"})
+        assert count == 1 + (stage == "provision"), stage  # the leftover's provision, then ours
     assert not (tmp_path / "sandboxes" / leftover.sandbox_id).exists()
     assert await provider.sandboxes_of(job.cell.run_id) == []
 
