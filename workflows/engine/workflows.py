@@ -168,8 +168,7 @@ async def run_cell(job: RunInput) -> RunSummary:
             if (lost or _error_type(error) == RUNNER_LOST) and attempt + 1 < SANDBOX_ATTEMPTS:
                 continue
             reason = _lost_reason(provision) if lost else reason_of(error)
-            message = reason + (f" (after {attempt + 1} sandboxes)" if attempt else "")
-            return await _record(job, provision, _status_for(error), message)
+            return await _record(job, provision, _status_for(error), _after(reason, attempt))
         except asyncio.CancelledError:
             await _record(job, provision, RunStatus.CANCELLED, "cancelled")
             raise
@@ -202,8 +201,7 @@ async def _run_short_cell(job: RunInput) -> RunSummary:
                 raise
             if _error_type(error) == RUNNER_LOST and attempt + 1 < SANDBOX_ATTEMPTS:
                 continue
-            message = reason_of(error) + (f" (after {attempt + 1} sandboxes)" if attempt else "")
-            return await _record(job, None, _status_for(error), message)
+            return await _record(job, None, _status_for(error), _after(reason_of(error), attempt))
         except asyncio.CancelledError:
             await _record(job, None, RunStatus.CANCELLED, "cancelled")
             raise
@@ -211,6 +209,11 @@ async def _run_short_cell(job: RunInput) -> RunSummary:
             if not finished:
                 await _sweep(job)
     raise ApplicationError("unreachable")  # pragma: no cover
+
+
+def _after(reason: str, attempt: int) -> str:
+    """A run's error, saying how many sandboxes it took when more than one."""
+    return reason + (f" (after {attempt + 1} sandboxes)" if attempt else "")
 
 
 async def _short_cell(job: RunInput) -> RunSummary:

@@ -152,7 +152,8 @@ async def test_a_stage_that_fails_once_is_retried_inside_its_cell_alone(
     inside that cell only. A short run's stages are one (run_short_cell), whose retry resumes
     in the sandbox the first attempt left, or three (finish_short_run the middle one): either
     way the retry executes again (which reattaches) and collects again; its provision, teardown
-    and score, and every stage of the other cells, run once."""
+    and score, and every stage of the other cells, run once. (The resuming here is the
+    stand-in's, which only mirrors the real rule: test_short_run_stage.py checks that one.)"""
     jobs = batch_of(engine_settings, 3, one_stage)
     hiccup = jobs[1].cell.run_id
     stages = StandInStages(flaky={("collect", hiccup)})
