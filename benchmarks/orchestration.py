@@ -11,7 +11,7 @@ because these machines are shared and noisy. Usage:
     .venv/bin/python benchmarks/orchestration.py [--cases 100 --arms 4 --trials 5] [--workers 1]
         [--provider process|local] [--mkfs-per-sandbox] [--warm-pool 0]
         [--local-stage-max-s 120] [--workflow-sandbox] [--floor] [--parallelism 0]
-        [--run-batch 10] [--skip-baseline] [--memory]
+        [--run-batch 10] [--skip-baseline] [--memory] [--sandbox-dir DIR]
 
 `--workers N` adds N-1 `evalbot worker` processes (the scale-out path of docs/engine.md) beside the
 benchmark's in-process worker; a Python worker uses one core at most. `--local-stage-max-s 0` runs
@@ -27,6 +27,8 @@ RunWorkflow per cell). Modal through the engine is benchmarks/modal_engine.py (t
 server, with Modal's start latency and rate limits): `--provider modal` says so and stops.
 `--memory` prints the peak RSS of this process, the extra workers and the dev server while the
 experiment runs (benchmarks/memory_sampler.py) and the largest workflow history.
+`--sandbox-dir DIR` puts the sandboxes (only) in a fresh folder in DIR (EVALBOT_SANDBOX_DIR,
+e.g. on tmpfs); the store, blobs and dev server stay in the temporary folder.
 `--mkfs-per-sandbox` (local) formats each sandbox's disk with its own mkfs.ext4, as before disk
 templates (workflows/providers/local/disk.py), for before/after rows in one run."""
 
@@ -160,6 +162,7 @@ def worker_env(settings: Settings, address: str) -> dict[str, str]:
         "EVALBOT_LOCAL_STAGE_MAX_S": str(settings.sandbox.local_stage_max_s),
         "EVALBOT_RUN_BATCH_SIZE": str(settings.sandbox.run_batch_size),
         "EVALBOT_WORKFLOW_SANDBOX": str(settings.temporal.workflow_sandbox).lower(),
+        "EVALBOT_SANDBOX_DIR": str(settings.sandbox_dir),
     }
 
 
@@ -170,8 +173,12 @@ def cpu_seconds() -> float:
 
 async def main(options: argparse.Namespace) -> None:
     cases, arms, trials = options.cases, options.arms, options.trials
-    with tempfile.TemporaryDirectory(prefix="evalbot-bench-") as folder:
-        root = Path(folder)
+    with contextlib.ExitStack() as stack:
+        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="evalbot-bench-")))
+        sandboxes = root / "state" / "sandboxes"  # the default, in the data folder
+        if options.sandbox_dir:  # a fresh folder there, of this run alone
+            scratch = tempfile.TemporaryDirectory(prefix="evalbot-bench-", dir=options.sandbox_dir)
+            sandboxes = Path(stack.enter_context(scratch))
         write_catalog(root / "catalog", cases)
         commits = write_agent(root / "agent", arms)
         settings = Settings(
@@ -188,6 +195,7 @@ async def main(options: argparse.Namespace) -> None:
                 "local_stage_max_s": options.local_stage_max_s,
                 "run_batch_size": options.run_batch,
                 "warm_pool_size": options.warm_pool,
+                "sandbox_dir": sandboxes,
             },
             temporal={"workflow_sandbox": options.workflow_sandbox},
         )
@@ -324,6 +332,9 @@ if __name__ == "__main__":
         "--memory", action="store_true", help="peak RSS of the workers and the dev server"
     )
     parser.add_argument("--parallelism", type=int, default=0)
+    parser.add_argument(
+        "--sandbox-dir", help="EVALBOT_SANDBOX_DIR: the sandboxes in a fresh folder in this one"
+    )
     parser.add_argument(
         "--run-batch", type=int, default=SandboxSettings.model_fields["run_batch_size"].default
     )

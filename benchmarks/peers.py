@@ -14,6 +14,7 @@ so only the ratios within one run mean anything. Usage:
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/peers.py [--cases 100 --trials 5] [--only NAME ...]
         [--tmpdir DIR]  # TMPDIR of every row (default: the system's)
+        [--sandbox-dir DIR]  # evalbot's sandboxes only, in a fresh folder there
         [--rounds N]    # every row N times, the tools taking turns; goals judged on the medians
         [--write [--section peers]]   # the `peers` section of benchmarks/RESULTS.md
 
@@ -61,13 +62,17 @@ class Row:
     round: int = 1
 
 
-def evalbot_row(provider: str, cases: int, trials: int, workers: int = 1) -> Row:
+def evalbot_row(
+    provider: str, cases: int, trials: int, workers: int = 1, sandbox_dir: str | None = None
+) -> Row:
     """benchmarks/orchestration.py in a process of its own; its output goes to our stderr.
-    `workers` > 1 adds `evalbot worker` processes beside the benchmark's own (--workers)."""
+    `workers` > 1 adds `evalbot worker` processes beside the benchmark's own (--workers);
+    `sandbox_dir` puts its sandboxes (only) there (--sandbox-dir)."""
     before = load()
     command = [sys.executable, str(HERE / "orchestration.py"), "--provider", provider]
     command += ["--cases", str(cases), "--trials", str(trials), "--skip-baseline"]
     command += ["--workers", str(workers)]
+    command += ["--sandbox-dir", sandbox_dir] if sandbox_dir else []
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     sys.stderr.write(done.stdout[-6000:])
     wall = re.search(r"^wall time: ([\d.]+) s", done.stdout, re.M)
@@ -244,6 +249,9 @@ def main(options: argparse.Namespace) -> None:
         f"{options.cases} cases × {ARMS} arms × {options.trials} trials; "
         f"temporary folder {scratch} ({file_system_of(scratch).describe()})"
     )
+    if options.sandbox_dir:
+        where = file_system_of(os.path.abspath(options.sandbox_dir)).describe()
+        header += f"; evalbot's sandboxes in {options.sandbox_dir} ({where})"
     print(header, flush=True)
     notes: list[str] = []
     rows: list[Row] = []
@@ -255,7 +263,11 @@ def main(options: argparse.Namespace) -> None:
     for number in range(1, options.rounds + 1):  # the tools take turns: each sees the load
         for name, (provider, workers) in runs.items():
             if name in wanted:
-                rows.append(evalbot_row(provider, options.cases, options.trials, workers))
+                rows.append(
+                    evalbot_row(
+                        provider, options.cases, options.trials, workers, options.sandbox_dir
+                    )
+                )
                 rows[-1].round = number
         if "inspect-local" in wanted:
             rows.append(inspect_row("local", options.cases, epochs))
@@ -301,6 +313,9 @@ if __name__ == "__main__":
     )
     parser.add_argument(
         "--tmpdir", help="TMPDIR of every row: where both tools' sandboxes and state live"
+    )
+    parser.add_argument(
+        "--sandbox-dir", help="evalbot's sandboxes (only) in a fresh folder here (e.g. tmpfs)"
     )
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     parser.add_argument("--section", default="peers", help="the RESULTS.md section --write sets")

@@ -79,6 +79,7 @@ def run_checks(settings: Settings) -> list[Check]:
     checks += [
         disk_space(settings.data_dir),
         data_file_system(settings.data_dir),
+        *sandbox_file_system(settings.sandbox.sandbox_dir),
         temporal(settings),
         database(settings),
         github_app(settings),
@@ -267,20 +268,40 @@ def disk_space(data_dir: Path) -> Check:
 
 def data_file_system(data_dir: Path, probe: Callable[[str], FileSystem] = file_system_of) -> Check:
     """ext4 without a journal makes every cell's small files slow to create (file_systems.py)."""
+    fix = (
+        "point EVALBOT_DATA_DIR at a file system with a journal (most disks' default), or "
+        "EVALBOT_SANDBOX_DIR, where most of those files are, at one or at tmpfs"
+    )
+    return file_system_check("data file system", data_dir, fix, probe)
+
+
+def sandbox_file_system(
+    sandbox_dir: Path | None, probe: Callable[[str], FileSystem] = file_system_of
+) -> list[Check]:
+    """The same check for EVALBOT_SANDBOX_DIR, when the sandboxes are not in the data folder."""
+    if sandbox_dir is None:
+        return []
+    fix = "point EVALBOT_SANDBOX_DIR at a file system with a journal, or at tmpfs"
+    return [file_system_check("sandbox file system", sandbox_dir, fix, probe)]
+
+
+def file_system_check(
+    name: str, folder: Path, fix: str, probe: Callable[[str], FileSystem]
+) -> Check:
     try:
-        found = probe(str(nearest_existing(data_dir)))
+        found = probe(str(nearest_existing(folder)))
     except OSError as error:
-        return Check("data file system", "skip", f"cannot read the mount table ({error.strerror})")
-    detail = f"{found.describe()} at {found.mount_point} holds {data_dir.absolute()}"
+        return Check(name, "skip", f"cannot read the mount table ({error.strerror})")
+    detail = f"{found.describe()} at {found.mount_point} holds {folder.absolute()}"
     if found.slow_to_churn:
         return Check(
-            "data file system",
+            name,
             "warn",
             f"{detail}: without a journal, ext4 skips recently deleted inodes when it makes a "
             "file, and every run makes and removes dozens (docs/sandbox.md)",
-            "point EVALBOT_DATA_DIR at a file system with a journal (most disks' default)",
+            fix,
         )
-    return Check("data file system", "ok", detail)
+    return Check(name, "ok", detail)
 
 
 def nearest_existing(path: Path) -> Path:

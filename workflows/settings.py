@@ -257,6 +257,17 @@ class SandboxSettings(_Group):
         "still retried on its own; at most a quarter of the experiment's parallelism; 1 = one "
         "RunWorkflow per cell.",
     )
+    sandbox_dir: Path | None = Field(
+        None,
+        validation_alias="EVALBOT_SANDBOX_DIR",
+        description="Folder of the on-machine providers' sandboxes; unset = "
+        "<data_dir>/sandboxes. Each cell makes and removes dozens of small files there: on tmpfs "
+        "they are cheap, for the `process` provider with small outputs (tmpfs is memory: a "
+        "disk-filling agent fills RAM, and `local` disk images there do not survive a reboot). "
+        "It must allow running programs (the compiled runner lives there), and belong to one "
+        'data_dir: a worker removes the leftover sandboxes it finds in it (docs/sandbox.md, "The '
+        'file system under the sandboxes").',
+    )
     cgroup_root: Path = Field(
         Path("/sys/fs/cgroup"),
         validation_alias="EVALBOT_CGROUP_ROOT",
@@ -732,8 +743,8 @@ class Settings(BaseSettings):
 
     @property
     def sandbox_dir(self) -> Path:
-        """<data_dir>/sandboxes: the sandboxes of the on-machine providers."""
-        return self.data_dir / "sandboxes"
+        """sandbox.sandbox_dir, or <data_dir>/sandboxes: the on-machine providers' sandboxes."""
+        return self.sandbox.sandbox_dir or self.data_dir / "sandboxes"
 
     @property
     def image_dir(self) -> Path:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.doctor import data_file_system, native_runner
+from bot.doctor import data_file_system, native_runner, sandbox_file_system
 from workflows.file_systems import FileSystem
 
 
@@ -34,6 +34,19 @@ def test_only_ext4_without_a_journal_is_a_warning(
     assert (check.status, check.required) == (status, False)
     assert check.detail.startswith(f"{found.describe()} at {found.mount_point} holds ")
     assert ("EVALBOT_DATA_DIR" in check.fix) == (status == "warn")
+
+
+def test_a_sandbox_dir_of_its_own_gets_its_own_check(tmp_path: Path) -> None:
+    """EVALBOT_SANDBOX_DIR is checked where it points, and only when it is set."""
+    mounts = {str(tmp_path / "disk"): FileSystem("ext4", "/", journal=False)}
+    mounts[str(tmp_path / "shm")] = FileSystem("tmpfs", "/dev/shm", journal=None)
+    for folder in mounts:
+        Path(folder).mkdir()
+    assert sandbox_file_system(None, mounts.__getitem__) == []
+    [slow] = sandbox_file_system(tmp_path / "disk" / "sandboxes", mounts.__getitem__)
+    [quick] = sandbox_file_system(tmp_path / "shm" / "sandboxes", mounts.__getitem__)
+    assert (slow.name, slow.status, quick.status) == ("sandbox file system", "warn", "ok")
+    assert "EVALBOT_SANDBOX_DIR" in slow.fix and "tmpfs" in quick.detail
 
 
 def test_an_unreadable_mount_table_skips_the_check(tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ ENVIRONMENT: list[tuple[str, str, str, Any]] = [
     ("EVALBOT_POLL_INTERVAL_S", "sandbox.poll_interval_s", "0.25", 0.25),
     ("EVALBOT_LOCAL_STAGE_MAX_S", "sandbox.local_stage_max_s", "0", 0),
     ("EVALBOT_RUN_BATCH_SIZE", "sandbox.run_batch_size", "3", 3),
+    ("EVALBOT_SANDBOX_DIR", "sandbox.sandbox_dir", "/dev/shm/eb", Path("/dev/shm/eb")),
     ("EVALBOT_CGROUP_ROOT", "sandbox.cgroup_root", "/cg", Path("/cg")),
     ("EVALBOT_SANDBOX_CGROUPS", "sandbox.cgroups", "none", "none"),
     ("EVALBOT_PREWARM_KEEP", "sandbox.prewarm_keep", "5", 5),
@@ -153,7 +154,7 @@ def test_the_table_covers_every_setting_and_every_flat_variable() -> None:
     """A setting added without a row here, or a row for a setting that went, fails."""
     paths = [path for path, _, _ in setting_fields()]
     assert sorted(paths) == sorted(path for _, path, _, _ in ENVIRONMENT)
-    assert len({name for name, _, _, _ in ENVIRONMENT}) == len(ENVIRONMENT) == 104
+    assert len({name for name, _, _, _ in ENVIRONMENT}) == len(ENVIRONMENT) == 105
 
 
 @pytest.mark.parametrize(("variable", "path", "raw", "expected"), ENVIRONMENT)
@@ -261,6 +262,12 @@ def test_state_folders_are_under_the_data_dir(
     assert settings.resolved_judge_cache_dir == tmp_path / "judge-cache"
     cached = Settings(data_dir=tmp_path, judge={"cache_dir": tmp_path / "jc"})
     assert cached.resolved_judge_cache_dir == tmp_path / "jc"
+    clean_env.setenv("EVALBOT_SANDBOX_DIR", "/dev/shm/evalbot-sandboxes")
+    moved = Settings(data_dir=tmp_path)  # only the sandboxes move (e.g. onto tmpfs)
+    assert (moved.sandbox_dir, moved.blob_dir) == (
+        Path("/dev/shm/evalbot-sandboxes"),
+        tmp_path / "blobs",
+    )
 
 
 def test_environment_variables_configure_everything(clean_env: pytest.MonkeyPatch) -> None:
