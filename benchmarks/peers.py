@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -283,11 +284,12 @@ def main(options: argparse.Namespace) -> None:
     text = report(header, rows, notes)
     print(text)
     if options.write:
-        write_section(options.section, f"{DESCRIPTION}\n\n{text}")
+        command = shlex.join(["benchmarks/peers.py", *sys.argv[1:]])
+        write_section(options.section, f"{DESCRIPTION.format(command=command)}\n\n{text}")
 
 
 DESCRIPTION = """\
-`PYTHONPATH=$PWD .venv/bin/python benchmarks/peers.py --write` — the same trivial experiment back
+`PYTHONPATH=$PWD .venv/bin/python {command}` — the same trivial experiment back
 to back: evalbot through benchmarks/orchestration.py (real Temporal dev server, one worker, 128
 cells in flight; `--provider process`, then `--provider local`: bubblewrap, cgroups, a
 loop-mounted ext4 disk per sandbox; then `process` with a worker process per core, `--workers`
