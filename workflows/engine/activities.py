@@ -179,6 +179,7 @@ class RunActivities:
             disk_mb=config.sandbox.disk_mb,
             wall_timeout_s=config.run.timeout_s,
         )
+        local_stages = self._local_stages(config.run.timeout_s)
         return PreparedArm(
             image=image,
             command=config.run.command,
@@ -187,8 +188,8 @@ class RunActivities:
             secrets=list(config.sandbox.secrets),
             allow_domains=list(config.sandbox.allow_domains),
             quick_provision=self.provider.quick_provision,
-            local_stages=self._local_stages(config.run.timeout_s),
-            one_stage=self._local_stages(config.run.timeout_s) and not self.host_queue,
+            local_stages=local_stages,
+            one_stage=local_stages and not self.host_queue,
         )
 
     def _local_stages(self, timeout_s: int) -> bool:
@@ -230,12 +231,12 @@ class RunActivities:
             spec = replace(spec, image=await self._host_image(run))
         await self._remove_leftovers(leftovers)
         sandbox = await self._create(spec)
-        return self._provisioned(run, sandbox.id, round(time.monotonic() - began, 3))
+        provision_s = round(time.monotonic() - began, 3)
+        return self._provisioned(run, sandbox.id, world.version, provision_s)
 
     def _provisioned(
-        self, run: RunInput, sandbox_id: str, provision_s: float | None
+        self, run: RunInput, sandbox_id: str, world_version: str, provision_s: float | None
     ) -> ProvisionResult:
-        case = self.catalog.case(run.dataset, run.cell.case_id)
         arm = run.prepared
         return ProvisionResult(
             sandbox_id=sandbox_id,
@@ -244,7 +245,7 @@ class RunActivities:
             image=arm.image,
             command=arm.command,
             timeout_s=arm.timeout_s,
-            world_version=self.catalog.world(case.world).version,
+            world_version=world_version,
             limits=arm.limits,
             provision_s=provision_s,
         )
@@ -573,7 +574,9 @@ class RunActivities:
                 continue
             if state.get("status") == "finished" or await sandbox.runner_alive():
                 activity.logger.info("resuming in %s, left by an earlier attempt", sandbox_id)
-                return self._provisioned(run, sandbox_id, provision_s=None)
+                case = self.catalog.case(run.dataset, run.cell.case_id)
+                world = self.catalog.world(case.world)
+                return self._provisioned(run, sandbox_id, world.version, provision_s=None)
         return None
 
     @activity.defn(name="record_error")
