@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from workflows.blobs.base import safe_key
+from workflows.file_systems import spread_subfolders
 from workflows.process_owned import is_gone, this_process
 
 
@@ -16,9 +17,22 @@ def process_folder(base: Path) -> Path:
     return base / ".staging" / this_process()
 
 
+def made_process_folder(base: Path) -> Path:
+    """This process's staging folder, made at its first use. Each experiment's staging folder
+    below it, and each experiment's folder of finished outputs in `base`, goes to a block group
+    of its own (workflows/file_systems.py, `spread_subfolders`): away from those of earlier
+    experiments and from the sandboxes' churn."""
+    folder = process_folder(base)
+    if not folder.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        spread_subfolders(folder)
+        spread_subfolders(base)
+    return folder
+
+
 def fresh_staging(base: Path, key: str) -> Path:
     """An empty folder of this process for `key`'s outputs."""
-    staging = process_folder(base) / safe_key(key)
+    staging = made_process_folder(base) / safe_key(key)
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     return staging
@@ -26,9 +40,7 @@ def fresh_staging(base: Path, key: str) -> Path:
 
 def scratch_folder(base: Path, prefix: str) -> Path:
     """A new temporary folder of this process (a download for a grader)."""
-    folder = process_folder(base)
-    folder.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=folder))
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=made_process_folder(base)))
 
 
 def reap_staging(base: Path) -> list[str]:

@@ -47,6 +47,7 @@ from workflows.providers.common.sandbox_layout import (
     check_sandbox_id,
     copy_world_blocking,
     dir_env,
+    make_sandbox_dir,
     new_sandbox_id,
     read_meta,
     run_sandboxes,
@@ -184,6 +185,7 @@ class ProcessProvider(SandboxProvider):
         self._native: Path | None = None
         self._native_looked_for = False
         self._native_lock = threading.Lock()
+        self._folder_made = False
 
     def close(self) -> None:
         self.spawner.close()
@@ -214,6 +216,9 @@ class ProcessProvider(SandboxProvider):
             raise SandboxCreateError(
                 f"image {spec.image} is not a built checkout (see build_image)"
             )
+        if not self._folder_made:  # the first create makes it (twice at worst: harmless)
+            await asyncio.to_thread(make_sandbox_dir, self.sandbox_dir)
+            self._folder_made = True
         sandbox_id = new_sandbox_id(spec.run_id)
         layout = Layout(self.sandbox_dir / sandbox_id)
         meta = {"id": sandbox_id, "provider": self.name, "created_at": time.time()}

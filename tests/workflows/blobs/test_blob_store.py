@@ -20,6 +20,8 @@ from tests.fakes.s3_refusing import ACCESS_DENIED, RefusingS3
 from tests.support.s3 import S3Server
 from workflows.blobs import BlobStore, BlobStoreError, LocalBlobStore, open_blob_store
 from workflows.blobs.s3 import PART_BYTES, S3BlobStore
+from workflows.blobs.staging import process_folder
+from workflows.file_systems import file_system_of, spreads_subfolders
 from workflows.settings import Settings
 
 RUN_ID = "exp-1/case a/arm/0"
@@ -202,6 +204,18 @@ def test_a_file_url_names_the_local_folder(settings: Settings, tmp_path: Path) -
     store = open_blob_store(settings.with_changes(store={"blob_url": (tmp_path / "b").as_uri()}))
     assert isinstance(store, LocalBlobStore) and store.root == tmp_path / "b"
     assert isinstance(open_blob_store(settings), LocalBlobStore)
+
+
+def test_each_experiments_outputs_are_staged_and_kept_apart_on_the_disk(settings: Settings) -> None:
+    """ext4 puts each experiment's staging folder, and its folder of finished outputs, in a block
+    group of its own (workflows/file_systems.py): the folders above them carry the attribute."""
+    blobs = open_blob_store(settings)
+    assert isinstance(blobs, LocalBlobStore)
+    blobs.commit(RUN_ID, _stage(blobs, {"out/answer.md": b"42"}))
+    if file_system_of(str(blobs.root)).kind != "ext4":
+        pytest.skip("only ext4 has the attribute")
+    assert spreads_subfolders(process_folder(blobs.root)) and spreads_subfolders(blobs.root)
+    assert not spreads_subfolders(blobs.prefix(RUN_ID).parents[2])  # the experiment's folder
 
 
 @pytest.mark.parametrize("backend", ["local", "s3"])

@@ -29,6 +29,7 @@ from tests.workflows.providers.kits import (
     tree,
     wait_state,
 )
+from workflows.file_systems import file_system_of, spreads_subfolders
 from workflows.prewarm.image_label import image_path
 from workflows.providers.base import (
     FileKind,
@@ -72,6 +73,22 @@ async def test_create_places_case_world_and_folders(kit: Kit, new_sandbox: NewSa
     assert await sandbox.read_file("/repo/built.txt") == b"built\n"  # the setup ran in the image
     assert await sandbox.list_files("/out") == []
     assert not await sandbox.runner_alive()
+
+
+async def test_sandboxes_on_this_machine_are_spread_over_the_disk(
+    kit: Kit, new_sandbox: NewSandbox
+) -> None:
+    """Each sandbox's folder goes to a block group of its own where ext4 can do that
+    (workflows/file_systems.py): the folder of sandboxes carries the attribute, and a sandbox's
+    own folders do not (below a sandbox, files stay together)."""
+    if not kit.provider.host_bound:
+        pytest.skip("the provider's sandboxes are not on this machine")
+    if file_system_of(str(kit.base)).kind != "ext4":
+        pytest.skip("only ext4 has the attribute")
+    sandbox = await new_sandbox()
+    folder = kit.base / "sandboxes"
+    assert spreads_subfolders(folder)
+    assert not spreads_subfolders(folder / sandbox.id)
 
 
 async def test_agent_sees_its_folders_and_env(new_sandbox: NewSandbox) -> None:

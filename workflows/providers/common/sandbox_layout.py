@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from workflows.file_systems import spread_subfolders
 from workflows.providers.base import (
     RunSandbox,
     SandboxCreateError,
@@ -53,6 +54,13 @@ def run_prefix(run_id: str) -> str:
     (slugs are cut short and fold punctuation; the digest keeps runs apart)."""
     digest = hashlib.sha256(run_id.encode()).hexdigest()[:8]
     return f"{sandbox_slug(run_id)}-{digest}-"
+
+
+def make_sandbox_dir(sandbox_dir: Path) -> None:
+    """The providers' folder of sandboxes, each sandbox made below it later in a block group of
+    its own where the file system can (workflows/file_systems.py, `spread_subfolders`)."""
+    sandbox_dir.mkdir(parents=True, exist_ok=True)
+    spread_subfolders(sandbox_dir)
 
 
 def new_sandbox_id(run_id: str) -> str:

@@ -63,6 +63,7 @@ from workflows.providers.common.sandbox_layout import (
     check_sandbox_id,
     copy_world,
     dir_env,
+    make_sandbox_dir,
     new_sandbox_id,
     read_meta,
     run_sandboxes,
@@ -424,6 +425,7 @@ class LocalProvider(SandboxProvider):
             raise HostUnsupported(f"the local sandbox provider cannot run here: {problem}")
         if isinstance(backend, NoCgroupBackend):
             log.warning("evalbot: notice: %s", backend.notice())
+        make_sandbox_dir(self.sandbox_dir)
         runners = self.sandbox_dir / ".runner"
         native = native_runner(runners) if self.native else None
         self.runner = native or compiled_runner(runners, SANDBOX_PYTHON)
