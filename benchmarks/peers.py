@@ -21,7 +21,8 @@ so only the ratios within one run mean anything. Usage:
 Every row keeps its sandboxes, store and dev server under the temporary folder, which the header
 names with its file system type: on a file system without a journal (the root file system of the
 VMs this was measured on), ext4 skips recently deleted inodes when it allocates one, and a run that
-creates and removes many small files pays for it (docs/sandbox.md, "Start-up cost").
+creates and removes many small files pays for it; evalbot spreads its sandboxes and staged outputs
+over the disk's block groups to pay less (docs/sandbox.md, "The file system under the sandboxes").
 """
 
 from __future__ import annotations

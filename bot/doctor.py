@@ -24,7 +24,7 @@ from typing import Literal
 import httpx
 
 from workflows.engine.devserver import DevServerError, temporal_binary
-from workflows.file_systems import FileSystem, file_system_of
+from workflows.file_systems import FileSystem, can_spread_subfolders, file_system_of
 from workflows.providers.common.native_runner import find_compiler
 from workflows.providers.local import (
     HOST_TOOLS,
@@ -266,42 +266,57 @@ def disk_space(data_dir: Path) -> Check:
     return Check("disk space", "ok", detail)
 
 
-def data_file_system(data_dir: Path, probe: Callable[[str], FileSystem] = file_system_of) -> Check:
+def data_file_system(
+    data_dir: Path,
+    probe: Callable[[str], FileSystem] = file_system_of,
+    can_spread: Callable[[Path], bool] = can_spread_subfolders,
+) -> Check:
     """ext4 without a journal makes every cell's small files slow to create (file_systems.py)."""
     fix = (
         "point EVALBOT_DATA_DIR at a file system with a journal (most disks' default), or "
         "EVALBOT_SANDBOX_DIR, where most of those files are, at one or at tmpfs"
     )
-    return file_system_check("data file system", data_dir, fix, probe)
+    return file_system_check("data file system", data_dir, fix, probe, can_spread)
 
 
 def sandbox_file_system(
-    sandbox_dir: Path | None, probe: Callable[[str], FileSystem] = file_system_of
+    sandbox_dir: Path | None,
+    probe: Callable[[str], FileSystem] = file_system_of,
+    can_spread: Callable[[Path], bool] = can_spread_subfolders,
 ) -> list[Check]:
     """The same check for EVALBOT_SANDBOX_DIR, when the sandboxes are not in the data folder."""
     if sandbox_dir is None:
         return []
     fix = "point EVALBOT_SANDBOX_DIR at a file system with a journal, or at tmpfs"
-    return [file_system_check("sandbox file system", sandbox_dir, fix, probe)]
+    return [file_system_check("sandbox file system", sandbox_dir, fix, probe, can_spread)]
 
 
 def file_system_check(
-    name: str, folder: Path, fix: str, probe: Callable[[str], FileSystem]
+    name: str,
+    folder: Path,
+    fix: str,
+    probe: Callable[[str], FileSystem],
+    can_spread: Callable[[Path], bool],
 ) -> Check:
+    existing = nearest_existing(folder)
     try:
-        found = probe(str(nearest_existing(folder)))
+        found = probe(str(existing))
     except OSError as error:
         return Check(name, "skip", f"cannot read the mount table ({error.strerror})")
     detail = f"{found.describe()} at {found.mount_point} holds {folder.absolute()}"
-    if found.slow_to_churn:
-        return Check(
-            name,
-            "warn",
-            f"{detail}: without a journal, ext4 skips recently deleted inodes when it makes a "
-            "file, and every run makes and removes dozens (docs/sandbox.md)",
-            fix,
-        )
-    return Check(name, "ok", detail)
+    if not found.slow_to_churn:
+        return Check(name, "ok", detail)
+    if can_spread(existing):
+        spread = "each sandbox and each experiment's outputs get block groups of their own"
+        return Check(name, "ok", f"{detail}; {spread} (docs/sandbox.md)")
+    return Check(
+        name,
+        "warn",
+        f"{detail}: without a journal, ext4 skips recently deleted inodes when it makes a "
+        "file, every run makes and removes dozens, and folders cannot be spread over block "
+        "groups here (docs/sandbox.md)",
+        fix,
+    )
 
 
 def nearest_existing(path: Path) -> Path:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import array
 import fcntl
 import os
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,19 @@ def spread_subfolders(folder: Path) -> bool:
     or we may not set it, which changes nothing else. Not inherited: below each subfolder, files
     stay together."""
     return _with_flags(folder, lambda flags: flags | FS_TOPDIR_FL) is not None
+
+
+def can_spread_subfolders(folder: Path) -> bool:
+    """Whether `spread_subfolders` works in `folder`: tried on a subfolder made for it, then
+    removed."""
+    try:
+        probe = Path(tempfile.mkdtemp(prefix=".evalbot-spread-", dir=folder))
+    except OSError:
+        return False
+    try:
+        return spread_subfolders(probe)
+    finally:
+        probe.rmdir()
 
 
 def spreads_subfolders(folder: Path) -> bool:
