@@ -52,13 +52,11 @@ class RunnerSpawner:
         log: Path,
         cgroup_procs: Sequence[Path] = (),
         pass_fds: Sequence[int] = (),
-        private_mounts: tuple[Path, Path] | None = None,
     ) -> int:
         """Start `argv` detached, as `launch_detached` does (inside the cgroups of
         `cgroup_procs` before its first instruction, its output appended to `log`), with
-        `pass_fds` open at the same numbers; its pid. `private_mounts` (below, keep): in a mount
-        namespace of its own, where only `keep` is left of the mounts below `below` (launch.c).
-        A child that fails before its exec says so in the log and exits."""
+        `pass_fds` open at the same numbers; its pid. A child that fails before its exec says so
+        in the log and exits."""
         request = {
             "exec": list(argv),
             "env": dict(env),
@@ -66,8 +64,6 @@ class RunnerSpawner:
             "cgroup_procs": [str(path) for path in cgroup_procs],
             "fds": list(pass_fds),
         }
-        if private_mounts is not None:
-            request["private_mounts"] = [str(path) for path in private_mounts]
         return await self._pid_of(request, list(pass_fds))
 
     async def _pid_of(self, request: Mapping[str, object], fds: list[int]) -> int:

@@ -124,29 +124,6 @@ async def test_sandbox_folder_is_private_to_root(local_kit: Kit) -> None:
         await sandbox.terminate()
 
 
-async def test_bubblewrap_starts_without_the_other_sandboxes_disks(mode_kit: Kit) -> None:
-    """The launcher (or the forking spawner) detaches the other sandboxes' disks in a mount
-    namespace of its own before bubblewrap starts, so they are not in the mount table it reads
-    after each bind (docs/sandbox.md, "Start-up cost"); the sandbox's own disk is, and the host
-    keeps every disk mounted."""
-    provider = mode_kit.provider
-    first = await provider.create(mode_kit.spec(run_id="exp/own-mounts/arm/0"))
-    second = await provider.create(mode_kit.spec(run_id="exp/own-mounts/arm/1"))
-    assert isinstance(first, LocalSandbox) and isinstance(second, LocalSandbox)
-    try:
-        await first.start("sleep 30")
-        runner = await first.known_runner()
-        assert runner is not None
-        table = Path(f"/proc/{runner['pid']}/mountinfo").read_text().splitlines()
-        points = {line.split(" ")[4] for line in table}
-        assert str(first.layout.root) in points and str(second.layout.root) not in points
-        assert {str(first.layout.root), str(second.layout.root)} <= set(mount_points())
-        assert "mount namespace" not in first.log_tail()
-    finally:
-        await first.terminate()
-        await second.terminate()
-
-
 async def test_a_sandbox_cut_off_before_its_metadata_is_removed_whole(mode_kit: Kit) -> None:
     """A worker killed between making the disk and writing the metadata: `attach` cannot find
     the sandbox, but `sandboxes_of` finds it by its id and `remove_leftover` removes its mount,

@@ -7,15 +7,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.mounts import mount_points
 from workflows.providers.base import SandboxError
 from workflows.providers.common.folder import read_state
 from workflows.providers.common.launch import wait_ready
@@ -238,43 +236,3 @@ async def test_an_executed_command_is_detached_with_only_its_own_descriptors(
     assert earlier == "earlier line"
     assert said == "True / /dev/null [0, 1, 2, 3]"  # 3: listdir's own
     assert int(ignored.split()[1], 16) & (1 << 12 | 1 << 24) == 0, ignored  # SIGPIPE, SIGXFSZ
-
-
-@pytest.fixture
-def sandbox_mounts(tmp_path: Path) -> Iterator[list[Path]]:
-    """Three tmpfs mounts below tmp_path/sandboxes: a sandbox's own disk (a space in its name:
-    the mount table escapes it), a mount below it, and another sandbox's; unmounted after."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting needs root")
-    own = tmp_path / "sandboxes" / "own disk"
-    points, made = [own, own / "inner", tmp_path / "sandboxes" / "other"], []
-    try:
-        for point in points:
-            point.mkdir(parents=True, exist_ok=True)
-            subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(point)], check=True)
-            made.append(point)
-        yield points
-    finally:
-        for point in reversed(made):
-            subprocess.run(["umount", str(point)], check=True)
-
-
-async def test_an_executed_command_sees_only_its_own_mount_of_those_below_the_folder(
-    exec_spawner: RunnerSpawner, tmp_path: Path, sandbox_mounts: list[Path]
-) -> None:
-    """`private_mounts` (the `local` provider's sandbox folder and the sandbox's own disk): the
-    command runs in a mount namespace where, of the mounts below the folder, only its own and
-    what is below it are left, while the host's table keeps them all. The folder is named
-    through a symbolic link: the table names real paths."""
-    own, inner, other = (str(point).replace(" ", "\\040") for point in sandbox_mounts)
-    (tmp_path / "link").symlink_to(tmp_path / "sandboxes")
-    seen = tmp_path / "seen"
-    pid = await exec_spawner.spawn_exec(
-        ["/bin/sh", "-c", f"cat /proc/self/mountinfo > '{seen}'"], env={}, log=tmp_path / "log",
-        private_mounts=(tmp_path / "link", tmp_path / "link" / "own disk"),
-    )  # fmt: skip
-    await exited(pid)
-    in_namespace = [entry.split(" ")[4] for entry in seen.read_text().splitlines()]
-    assert [point for point in in_namespace if point.startswith(f"{tmp_path}/")] == [own, inner]
-    assert {own, inner, other} <= set(mount_points())  # the host's own table: all three
-    assert (tmp_path / "log").read_text() == ""  # no complaint: the namespace was made

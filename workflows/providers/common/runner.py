@@ -689,8 +689,6 @@ def spawn_launched(launcher: str, request: dict[str, Any], fds: list[int]) -> in
     else open; it joins the groups and executes argv (launch.c)."""
     argv, targets = exec_request(request, fds)
     procs = [str(path) for path in request["cgroup_procs"]]
-    mounts = request.get("private_mounts")
-    options = ["--private-mounts", *[str(path) for path in mounts]] if mounts else []
     moved = copies_above(fds, targets)
     for fd in fds:
         os.set_inheritable(fd, False)  # received inheritable; closed by serve once we return
@@ -704,7 +702,7 @@ def spawn_launched(launcher: str, request: dict[str, Any], fds: list[int]) -> in
     try:
         return os.posix_spawn(
             launcher,
-            [launcher, *options, *procs, "--", *argv],
+            [launcher, *procs, "--", *argv],
             request_env(request),
             file_actions=actions,
             setsid=True,
@@ -716,13 +714,11 @@ def spawn_launched(launcher: str, request: dict[str, Any], fds: list[int]) -> in
 
 
 def fork_exec(request: dict[str, Any], fds: list[int], channel: Any) -> int:
-    """A request {"exec": argv, "env", "log", "cgroup_procs", "fds"[, "private_mounts"]}: fork a
-    child that joins the cgroups (writes its pid to each `cgroup_procs` file, before its first
-    instruction of `argv`) after detaching as `fork_runner`'s runners do and, given
-    "private_mounts", leaving the other sandboxes' mounts behind (`detach_other_mounts`), puts
-    the attached file descriptors at the numbers in "fds" (the numbers `argv` names) and
-    executes `argv` (the `local` provider's bubblewrap). A failure in the child is written to
-    the log, and it exits without executing."""
+    """A request {"exec": argv, "env", "log", "cgroup_procs", "fds"}: fork a child that joins
+    the cgroups (writes its pid to each `cgroup_procs` file, before its first instruction of
+    `argv`) after detaching as `fork_runner`'s runners do, puts the attached file descriptors at
+    the numbers in "fds" (the numbers `argv` names) and executes `argv` (the `local` provider's
+    bubblewrap). A failure in the child is written to the log, and it exits without executing."""
     argv, targets = exec_request(request, fds)
     env, procs = request_env(request), [str(path) for path in request["cgroup_procs"]]
     pid, log = fork_logging(request["log"])
@@ -731,8 +727,6 @@ def fork_exec(request: dict[str, Any], fds: list[int], channel: Any) -> int:
     try:  # the child
         channel.close()
         detach(log)
-        if request.get("private_mounts"):
-            detach_other_mounts(*[str(path) for path in request["private_mounts"]])
         for path in procs:
             with open(path, "w") as handle:
                 handle.write(str(os.getpid()))
@@ -745,38 +739,6 @@ def fork_exec(request: dict[str, Any], fds: list[int], channel: Any) -> int:
     finally:
         sys.stderr.flush()
         os._exit(70)
-
-
-CLONE_NEWNS = 0x00020000
-MS_REC, MS_PRIVATE = 0x4000, 1 << 18
-MNT_DETACH = 2
-
-
-def detach_other_mounts(below: str, keep: str) -> None:
-    """launch.c's --private-mounts, for the forked child: in a private mount namespace of its
-    own, detach every mount below `below` but `keep` and what is below it (the other sandboxes'
-    disks, which bubblewrap would read in the mount table after each bind). Where the namespace
-    cannot be made, one line in the log says so. The table names mounts by their real paths."""
-    below, keep = os.path.realpath(below), os.path.realpath(keep)
-    if libc_call("unshare", (CLONE_NEWNS,)) != 0 or (
-        libc_call("mount", (0, b"/", 0, MS_REC | MS_PRIVATE, 0)) != 0
-    ):
-        print("runner spawner: no mount namespace of its own", file=sys.stderr)
-        return
-    with open("/proc/self/mountinfo", "rb") as table:
-        points = [mount_point(line) for line in table]
-    for point in reversed(points):  # the last listed first, as launch.c does
-        inside = point.startswith(below + "/")
-        if inside and point != keep and not point.startswith(keep + "/"):
-            libc_call("umount2", (os.fsencode(point), MNT_DETACH))
-
-
-def mount_point(line: bytes) -> str:
-    """The fifth field of a /proc/self/mountinfo line, its \\ooo escapes undone."""
-    import re
-
-    field = line.split(b" ")[4]
-    return os.fsdecode(re.sub(rb"\\([0-3][0-7][0-7])", lambda m: bytes([int(m[1], 8)]), field))
 
 
 def copies_above(fds: list[int], targets: list[int]) -> list[int]:

@@ -230,7 +230,6 @@ class LocalSandbox(FolderSandbox):
                     log=self.layout.log,
                     cgroup_procs=self.cgroups.procs_files(),
                     pass_fds=[fd for fd in (write_fd, filter_fd) if fd is not None],
-                    private_mounts=(self.provider.sandbox_dir, self.layout.root),
                 )
         except BaseException:
             close_fds(read_fd)
