@@ -185,7 +185,7 @@ class ProcessProvider(SandboxProvider):
         self._native: Path | None = None
         self._native_looked_for = False
         self._native_lock = threading.Lock()
-        self._folder_made = False
+        self._host_checked = False
 
     def close(self) -> None:
         self.spawner.close()
@@ -206,6 +206,13 @@ class ProcessProvider(SandboxProvider):
                 self._native = native_runner(folder)
                 self._native_looked_for = True
 
+    def check_host(self) -> None:
+        """Nothing to refuse; makes the sandbox folder, spread over the disk (a worker's start,
+        or the first create: `make_sandbox_dir`), as the local provider's check does."""
+        if not self._host_checked:
+            make_sandbox_dir(self.sandbox_dir)
+            self._host_checked = True
+
     def reap_orphans(self, grace_s: float = 60.0) -> list[int]:
         """Remove native programs a worker killed mid-build left half-made."""
         reap_partial(self.sandbox_dir / ".runner")
@@ -216,9 +223,7 @@ class ProcessProvider(SandboxProvider):
             raise SandboxCreateError(
                 f"image {spec.image} is not a built checkout (see build_image)"
             )
-        if not self._folder_made:  # the first create makes it (twice at worst: harmless)
-            await asyncio.to_thread(make_sandbox_dir, self.sandbox_dir)
-            self._folder_made = True
+        self.check_host()
         sandbox_id = new_sandbox_id(spec.run_id)
         layout = Layout(self.sandbox_dir / sandbox_id)
         meta = {"id": sandbox_id, "provider": self.name, "created_at": time.time()}
