@@ -52,11 +52,13 @@ class RunnerSpawner:
         log: Path,
         cgroup_procs: Sequence[Path] = (),
         pass_fds: Sequence[int] = (),
+        namespace: tuple[int, Path] | None = None,
     ) -> int:
         """Start `argv` detached, as `launch_detached` does (inside the cgroups of
         `cgroup_procs` before its first instruction, its output appended to `log`), with
         `pass_fds` open at the same numbers; its pid. A child that fails before its exec says so
-        in the log and exits."""
+        in the log and exits. `namespace`: a launch mount namespace's descriptor and the folder
+        whose mounts go with the command into it (launch.c; only the launcher uses it)."""
         request = {
             "exec": list(argv),
             "env": dict(env),
@@ -64,7 +66,11 @@ class RunnerSpawner:
             "cgroup_procs": [str(path) for path in cgroup_procs],
             "fds": list(pass_fds),
         }
-        return await self._pid_of(request, list(pass_fds))
+        fds = list(pass_fds)
+        if namespace is not None:
+            request["attach"] = str(namespace[1])
+            fds.append(namespace[0])
+        return await self._pid_of(request, fds)
 
     async def _pid_of(self, request: Mapping[str, object], fds: list[int]) -> int:
         reply = await asyncio.to_thread(self._request, json.dumps(request).encode(), fds)

@@ -236,3 +236,30 @@ async def test_an_executed_command_is_detached_with_only_its_own_descriptors(
     assert earlier == "earlier line"
     assert said == "True / /dev/null [0, 1, 2, 3]"  # 3: listdir's own
     assert int(ignored.split()[1], 16) & (1 << 12 | 1 << 24) == 0, ignored  # SIGPIPE, SIGXFSZ
+
+
+async def test_a_launch_namespace_never_reaches_the_command(
+    exec_spawner: RunnerSpawner, tmp_path: Path
+) -> None:
+    """A request carrying a launch namespace (launch.c; here a descriptor of a plain file, which
+    setns refuses): with the launcher the command still runs, in the host's namespace, and the
+    log says why; a forked child ignores it. Either way the command does not hold it."""
+    plain = tmp_path / "not-a-namespace"
+    held = os.open(plain, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC)
+    probe = (
+        "import os; fds = [f'/proc/self/fd/{n}' for n in os.listdir('/proc/self/fd')]; "
+        "print([os.readlink(f) for f in fds if os.path.lexists(f)])"
+    )
+    try:
+        pid = await exec_spawner.spawn_exec(
+            [sys.executable, "-c", probe], env={}, log=tmp_path / "log",
+            namespace=(held, tmp_path),
+        )  # fmt: skip
+        await exited(pid)
+    finally:
+        os.close(held)
+    log = (tmp_path / "log").read_text()
+    assert "/dev/null" in log  # the probe ran and listed its descriptors
+    assert str(plain) not in log
+    fell_back = "setns: Invalid argument; bubblewrap starts in the host's mount namespace" in log
+    assert fell_back == (exec_spawner.launcher is not None)

@@ -21,6 +21,17 @@ from pathlib import Path
 from workflows.process_owned import staging_path
 
 SYSTEM_LINKS = ("bin", "lib", "lib64", "sbin")
+
+
+def host_folders() -> list[Path]:
+    """The host's folders bubblewrap binds from, or needs to start, besides the provider's own:
+    /usr, /etc, /dev, /proc, and /bin, /lib, /lib64, /sbin where they are folders, not links."""
+    system = [Path("/") / name for name in SYSTEM_LINKS]
+    return [Path(p) for p in ("/usr", "/etc", "/dev", "/proc")] + [
+        folder for folder in system if folder.is_dir() and not folder.is_symlink()
+    ]
+
+
 # Host files a program may need; everything else under /etc stays out of the sandbox.
 ETC_FILES = (
     "alternatives",

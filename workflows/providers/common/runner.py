@@ -681,19 +681,37 @@ def exec_request(request: dict[str, Any], fds: list[int]) -> tuple[list[str], li
     return argv, targets
 
 
+def held_namespace(request: dict[str, Any], fds: list[int]) -> tuple[list[int], int | None]:
+    """An exec request naming "attach" carries the launch mount namespace (launch.c) as its last
+    descriptor: (the others, it), made close-on-exec first so that no command inherits it."""
+    if not request.get("attach"):
+        return fds, None
+    if not fds:
+        raise ValueError("a request naming attach carries the launch namespace last")
+    os.set_inheritable(fds[-1], False)
+    return fds[:-1], fds[-1]
+
+
 def spawn_launched(launcher: str, request: dict[str, Any], fds: list[int]) -> int:
     """An exec request (see `fork_exec`) carried out by `launcher`, started with posix_spawn:
     no copy of this process's memory, where a fork copied every page either side wrote before
     the child's exec. The launcher starts in a session of its own, in /, with stdin /dev/null,
     stdout and stderr appended to the log, the attached descriptors at their numbers and nothing
     else open; it joins the groups and executes argv (launch.c)."""
+    fds, held = held_namespace(request, fds)
     argv, targets = exec_request(request, fds)
     procs = [str(path) for path in request["cgroup_procs"]]
     moved = copies_above(fds, targets)
     for fd in fds:
         os.set_inheritable(fd, False)  # received inheritable; closed by serve once we return
     log_flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-    actions = [
+    options: list[str] = []
+    actions: list[tuple[Any, ...]] = []
+    if held is not None:  # at a number no other action touches
+        number = max([*moved, *targets, held]) + 1
+        options = ["--namespace", str(number), str(request["attach"])]
+        actions.append((os.POSIX_SPAWN_DUP2, held, number))
+    actions += [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
         (os.POSIX_SPAWN_OPEN, 1, str(request["log"]), log_flags, 0o644),
         (os.POSIX_SPAWN_DUP2, 1, 2),
@@ -702,7 +720,7 @@ def spawn_launched(launcher: str, request: dict[str, Any], fds: list[int]) -> in
     try:
         return os.posix_spawn(
             launcher,
-            [launcher, *procs, "--", *argv],
+            [launcher, *options, *procs, "--", *argv],
             request_env(request),
             file_actions=actions,
             setsid=True,
@@ -719,6 +737,7 @@ def fork_exec(request: dict[str, Any], fds: list[int], channel: Any) -> int:
     `argv`) after detaching as `fork_runner`'s runners do, puts the attached file descriptors at
     the numbers in "fds" (the numbers `argv` names) and executes `argv` (the `local` provider's
     bubblewrap). A failure in the child is written to the log, and it exits without executing."""
+    fds, _ = held_namespace(request, fds)  # only the launcher uses it
     argv, targets = exec_request(request, fds)
     env, procs = request_env(request), [str(path) for path in request["cgroup_procs"]]
     pid, log = fork_logging(request["log"])

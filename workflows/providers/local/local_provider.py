@@ -49,6 +49,7 @@ from workflows.providers.common.bwrap import (
     BUILD_ETC_FILES,
     Bind,
     BwrapCommand,
+    host_folders,
     shared_etc,
     write_etc,
 )
@@ -86,6 +87,7 @@ from workflows.providers.local.disk import (
     remount_after_reboot,
     remove_disk,
 )
+from workflows.providers.local.launch_namespace import LaunchNamespace
 from workflows.providers.local.no_cgroups import NoCgroupBackend, looks_out_of_memory, rlimit_prefix
 from workflows.providers.local.slots import HOST_UID_DIR, UidSlots
 from workflows.providers.local.stage_timer import StageTimer, timed
@@ -222,6 +224,7 @@ class LocalSandbox(FolderSandbox):
         filter_fd = seccomp_memfd()
         argv = self.start_argv(command, write_fd, filter_fd)
         timer = self.provider.timer
+        held = self.provider.launch_namespace_copy()
         try:
             with timed(timer, "start: bwrap launch"):
                 pid = await self.provider.spawner.spawn_exec(
@@ -230,12 +233,13 @@ class LocalSandbox(FolderSandbox):
                     log=self.layout.log,
                     cgroup_procs=self.cgroups.procs_files(),
                     pass_fds=[fd for fd in (write_fd, filter_fd) if fd is not None],
+                    namespace=None if held is None else (held, self.layout.root),
                 )
         except BaseException:
             close_fds(read_fd)
             raise
         finally:
-            close_fds(write_fd, filter_fd)
+            close_fds(write_fd, filter_fd, held)
         with timed(timer, "start: runner ready"):
             await asyncio.to_thread(self.record_runner, pid, start_time(pid) or 0)
             ready = await wait_ready(read_fd, self.provider.start_timeout_s)
@@ -393,9 +397,12 @@ class LocalProvider(SandboxProvider):
             self.pool = WarmPool(self, warm_pool_size, first_mb)
         # bubblewrap forked by a small helper, not by the (large) worker through a shell
         self.spawner = RunnerSpawner(SANDBOX_PYTHON)
+        self.launch_namespace: LaunchNamespace | None = None  # with the launcher (launch.c)
 
     def close(self) -> None:
         self.spawner.close()
+        if self.launch_namespace is not None:
+            self.launch_namespace.close()
 
     @property
     def backend(self) -> CgroupBackend:
@@ -430,8 +437,15 @@ class LocalProvider(SandboxProvider):
         native = native_runner(runners) if self.native else None
         self.runner = native or compiled_runner(runners, SANDBOX_PYTHON)
         self.spawner.launcher = native_launcher(runners) if self.native else None
+        if self.spawner.launcher is not None:
+            keep = [*host_folders(), self.images.image_dir]
+            self.launch_namespace = LaunchNamespace(self.spawner.launcher, self.sandbox_dir, keep)
         self.etc_base = self._shared_etc()
         self._host_checked = True
+
+    def launch_namespace_copy(self) -> int | None:
+        """A descriptor of the mount namespace sandboxes start from, or None: the host's."""
+        return None if self.launch_namespace is None else self.launch_namespace.copy()
 
     def _shared_etc(self) -> Path | None:
         try:

@@ -1,0 +1,116 @@
+"""The mount namespace `local` sandboxes are launched from (launch.c; docs/sandbox.md, "Start-up
+cost").
+
+bubblewrap reads the whole mount table after each of its binds, and the host's table holds every
+sandbox disk mounted. A holder (`launch --hold-namespace`) makes a private mount namespace without
+them — nor anything else a sandbox does not bind: only the ancestors of the sandboxes' folder and
+of the kept folders, and what lies under the kept folders — and this module keeps a descriptor of
+it. Each start passes it to the launcher, which starts bubblewrap in a copy of it with the
+sandbox's own disk attached, once it has checked that every bind source is the same file there as
+on the host (else it starts bubblewrap in the host's namespace, as before).
+
+Nothing mounted on the host after the holder ran reaches the namespace, so it is made again when
+the host's mounts outside the sandboxes' folder change (an image's overlay, say), looked at no more
+than once per `check_every_s`; between a change and the next look, the launcher's check keeps
+sandboxes right, at the old cost.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+ESCAPED = re.compile(r"\\([0-7]{3})")
+
+
+def mount_point(line: str) -> str:
+    """The mount point of a /proc/self/mountinfo line (the kernel escapes spaces and the like)."""
+    return ESCAPED.sub(lambda found: chr(int(found[1], 8)), line.split(" ", 5)[4])
+
+
+def outside(folder: Path, table: str) -> frozenset[str]:
+    """The lines of a mount table whose mount point is not below `folder`."""
+    below = f"{folder}/"
+    return frozenset(line for line in table.splitlines() if not mount_point(line).startswith(below))
+
+
+class LaunchNamespace:
+    def __init__(
+        self,
+        launcher: Path,
+        sandbox_dir: Path,
+        keep: Sequence[Path],
+        *,
+        check_every_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._holder = [str(launcher), "--hold-namespace", str(sandbox_dir), *map(str, keep)]
+        self._sandbox_dir = sandbox_dir
+        self.check_every_s = check_every_s
+        self._clock = clock
+        self._held: int | None = None
+        self._made_from: frozenset[str] | None = None
+        self._looked_at = float("-inf")
+        self._lock = threading.Lock()
+
+    def copy(self) -> int | None:
+        """A descriptor of the namespace for one launch, which the caller closes; the namespace is
+        made again first if the host's mounts changed. None where none can be made (said in the
+        log): sandboxes then start in the host's namespace."""
+        with self._lock:
+            now = self._clock()
+            if now - self._looked_at >= self.check_every_s:
+                self._looked_at = now
+                table = outside(self._sandbox_dir, Path("/proc/self/mountinfo").read_text())
+                if table != self._made_from:
+                    self._made_from = table
+                    self._replace(self._made())
+            return None if self._held is None else os.dup(self._held)
+
+    def _replace(self, made: int | None) -> None:
+        if self._held is not None:
+            os.close(self._held)
+        self._held = made
+
+    def _made(self) -> int | None:
+        """A holder's namespace, held by a descriptor once the holder has exited."""
+        try:
+            holder = subprocess.Popen(
+                self._holder,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd="/",
+            )
+        except OSError as error:
+            log.warning("evalbot: sandboxes start in the host's mount namespace (%s)", error)
+            return None
+        assert holder.stdin is not None and holder.stdout is not None and holder.stderr is not None
+        made = None
+        try:
+            if holder.stdout.readline() == b"ready\n":  # it waits for EOF on stdin meanwhile
+                made = os.open(f"/proc/{holder.pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+        finally:
+            holder.stdin.close()
+            said = holder.stderr.read().decode(errors="replace").strip()
+            holder.wait()
+            holder.stdout.close()
+            holder.stderr.close()
+        if made is None:
+            why = said or f"exit {holder.returncode}"
+            log.warning("evalbot: sandboxes start in the host's mount namespace (%s)", why)
+        return made
+
+    def close(self) -> None:
+        with self._lock:
+            self._replace(None)
+            self._made_from = None
+            self._looked_at = float("-inf")
