@@ -224,8 +224,9 @@ class LocalSandbox(FolderSandbox):
         filter_fd = seccomp_memfd()
         argv = self.start_argv(command, write_fd, filter_fd)
         timer = self.provider.timer
-        held = self.provider.launch_namespace_copy()
+        held = None
         try:
+            held = self.provider.launch_namespace_copy()
             with timed(timer, "start: bwrap launch"):
                 pid = await self.provider.spawner.spawn_exec(
                     argv,
