@@ -138,12 +138,15 @@ class DiskTemplates:
 
     async def copy(self, image: Path, size_mb: int) -> None:
         """`image`: a new disk of `size_mb`, formatted (a copy of the template)."""
-        template = await self.template(size_mb)
-        image.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            await asyncio.to_thread(sparse_copy, template, image)
-        except OSError as error:
-            raise SandboxCreateError(f"could not copy the sandbox disk: {error}") from None
+        await asyncio.to_thread(copy_template, await self.template(size_mb), image)
+
+
+def copy_template(template: Path, image: Path) -> None:
+    image.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        sparse_copy(template, image)
+    except OSError as error:
+        raise SandboxCreateError(f"could not copy the sandbox disk: {error}") from None
 
 
 async def create_disk(
@@ -156,24 +159,34 @@ async def create_disk(
     """A formatted disk at `image` (a template's copy, or formatted here), mounted at
     `mountpoint`."""
     if templates is not None:
-        with timed(timer, "create: disk from template"):
-            await templates.copy(image, size_mb)
-    else:
-        with timed(timer, "create: disk file + mkfs.ext4"):
-            await format_image(image, size_mb)
+        template = await templates.template(size_mb)
+        await asyncio.to_thread(create_disk_from, template, image, mountpoint, timer)
+        return
+    with timed(timer, "create: disk file + mkfs.ext4"):
+        await format_image(image, size_mb)
+    await asyncio.to_thread(mount_new_disk, image, mountpoint, timer)
+
+
+def create_disk_from(
+    template: Path, image: Path, mountpoint: Path, timer: StageTimer | None = None
+) -> None:
+    """`create_disk` from a template already made, in the calling thread."""
+    with timed(timer, "create: disk from template"):
+        copy_template(template, image)
+    mount_new_disk(image, mountpoint, timer)
+
+
+def mount_new_disk(image: Path, mountpoint: Path, timer: StageTimer | None = None) -> None:
+    """Mount a new disk at a new folder `mountpoint`; on failure both are removed."""
     mountpoint.mkdir(mode=0o755)
     try:
         with timed(timer, "create: mount"):
-            await mount_disk(image, mountpoint)
+            _mount(image, mountpoint)
     except SandboxError:
         mountpoint.rmdir()
         image.unlink(missing_ok=True)
         raise
     mountpoint.chmod(0o755)
-
-
-async def mount_disk(image: Path, mountpoint: Path) -> None:
-    await asyncio.to_thread(_mount, image, mountpoint)
 
 
 def _mount(image: Path, mountpoint: Path) -> None:
@@ -231,11 +244,15 @@ def boot_time() -> float:
 
 
 async def remove_disk(image: Path, mountpoint: Path, timer: StageTimer | None = None) -> None:
-    """Unmount (lazily if something still holds it) and delete. Safe to repeat."""
+    """Unmount (lazily if something still holds it) and delete, in one thread. Safe to repeat."""
+    await asyncio.to_thread(remove_disk_now, image, mountpoint, timer)
+
+
+def remove_disk_now(image: Path, mountpoint: Path, timer: StageTimer | None = None) -> None:
     with timed(timer, "teardown: umount"):
-        await asyncio.to_thread(_unmount, mountpoint)
+        _unmount(mountpoint)
     with timed(timer, "teardown: rm disk"):
-        await asyncio.to_thread(_delete, image, mountpoint)
+        _delete(image, mountpoint)
 
 
 def _unmount(mountpoint: Path) -> None:

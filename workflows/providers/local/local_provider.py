@@ -62,7 +62,7 @@ from workflows.providers.common.sandbox_layout import (
     Layout,
     build_env,
     check_sandbox_id,
-    copy_world,
+    copy_world_blocking,
     dir_env,
     make_sandbox_dir,
     new_sandbox_id,
@@ -82,6 +82,7 @@ from workflows.providers.local.compiled_runner import compiled_runner, in_sandbo
 from workflows.providers.local.disk import (
     DiskTemplates,
     create_disk,
+    create_disk_from,
     disk_full,
     disk_size_mb,
     remount_after_reboot,
@@ -262,6 +263,8 @@ class LocalSandbox(FolderSandbox):
         await asyncio.to_thread(write_meta, self.layout, self.meta)
 
     async def stop_egress(self) -> None:
+        if not self.allow_domains:
+            return  # no proxy was ever started for it
         with contextlib.suppress(SandboxError):
             proxy = (await asyncio.to_thread(read_meta, self.layout)).get("egress")
             await egress.stop_proxy(proxy)
@@ -467,8 +470,7 @@ class LocalProvider(SandboxProvider):
     async def create(self, spec: SandboxSpec) -> LocalSandbox:
         self.check_host()
         with timed(self.timer, "create: image + disk size"):
-            spec = dataclasses.replace(spec, image=await self._ready_image(spec.image))
-            size_mb = await asyncio.to_thread(disk_mb_for, spec)
+            spec, size_mb = await self._ready_image_and_disk_size(spec)
         if self.pool is not None:
             claimed = await self.pool.claim(spec, size_mb)  # provisioning as a claim
             if claimed is not None:
@@ -498,11 +500,22 @@ class LocalProvider(SandboxProvider):
             raise
 
     async def make_shell(self, sandbox: LocalSandbox, size_mb: int, limits: ResourceLimits) -> None:
-        """What does not depend on the run: disk, cgroups, uid, /etc, an empty /out."""
+        """What does not depend on the run: disk, cgroups, uid, /etc, an empty /out; from a
+        template, in one thread (each hop to a thread costs the worker a wake-up and its lock)."""
         self.check_host()  # the warm pool comes here directly; cgroup v2 must be prepared first
         root = sandbox.layout.root
-        await create_disk(sandbox.disk_image, root, size_mb, self.timer, self.disk_templates)
-        await asyncio.to_thread(self._furnish, sandbox, limits)  # file system calls: off the loop
+        if self.disk_templates is None:
+            await create_disk(sandbox.disk_image, root, size_mb, self.timer)
+            await asyncio.to_thread(self._furnish, sandbox, limits)
+            return
+        template = await self.disk_templates.template(size_mb)
+        await asyncio.to_thread(self._make_shell_from, template, sandbox, limits)
+
+    def _make_shell_from(
+        self, template: Path, sandbox: LocalSandbox, limits: ResourceLimits
+    ) -> None:
+        create_disk_from(template, sandbox.disk_image, sandbox.layout.root, self.timer)
+        self._furnish(sandbox, limits)
 
     def _furnish(self, sandbox: LocalSandbox, limits: ResourceLimits) -> None:
         layout, uid = sandbox.layout, sandbox.uid
@@ -521,8 +534,14 @@ class LocalProvider(SandboxProvider):
         """What does: the world, the case files, the metadata."""
         layout, uid = sandbox.layout, sandbox.uid
         with timed(self.timer, "create: world, case, meta"):
-            await copy_world(spec.world_dir, layout.world, owner=(uid, uid))
-            await asyncio.to_thread(write_case_and_meta, layout, spec.case_files, sandbox.meta)
+            await asyncio.to_thread(self._fill, spec, layout, (uid, uid), sandbox.meta)
+
+    @staticmethod
+    def _fill(
+        spec: SandboxSpec, layout: Layout, owner: tuple[int, int], meta: dict[str, Any]
+    ) -> None:
+        copy_world_blocking(spec.world_dir, layout.world, owner)
+        write_case_and_meta(layout, spec.case_files, meta)
 
     def reap_orphans(self, grace_s: float = 60.0) -> list[int]:
         """Free uid claims of sandboxes that never came to exist (a worker killed mid-create),
@@ -628,15 +647,18 @@ class LocalProvider(SandboxProvider):
                     found.add(str(read_meta(Layout(folder)).get("image")))
         return found
 
-    async def _ready_image(self, reference: str) -> str:
-        """The image folder of a reference (without its origin label), mounted if need be."""
-        image = Path(image_path(reference))
-        record = await asyncio.to_thread(read_ready, image.parent)
+    async def _ready_image_and_disk_size(self, spec: SandboxSpec) -> tuple[SandboxSpec, int]:
+        """The spec naming the image's folder (without its origin label), mounted if need be,
+        and the size of its disk: the files read in one thread."""
+        image = Path(image_path(spec.image))
+        record, size_mb = await asyncio.to_thread(
+            lambda: (read_ready(image.parent), disk_mb_for(spec))
+        )
         if record is not None and not await ensure_mounted(image.parent, record):
             raise SandboxCreateError(f"image {image} lost its prewarmed base; build it again")
         if not image.is_dir():
             raise SandboxCreateError(f"image {image} is not a built checkout (see build_image)")
-        return str(image)
+        return dataclasses.replace(spec, image=str(image)), size_mb
 
     async def _run_in_place(self, repo: Path, build_dir: Path, setup: str) -> dict[str, Any]:
         """A reset's incremental step: the tree's ownership is already right (reset_builder.py)."""
