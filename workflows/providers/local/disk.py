@@ -164,7 +164,7 @@ async def create_disk(
         return
     with timed(timer, "create: disk file + mkfs.ext4"):
         await format_image(image, size_mb)
-    await asyncio.to_thread(mount_new_disk, image, mountpoint, timer)
+    await asyncio.to_thread(_mount_new_disk, image, mountpoint, timer)
 
 
 def create_disk_from(
@@ -173,10 +173,10 @@ def create_disk_from(
     """`create_disk` from a template already made, in the calling thread."""
     with timed(timer, "create: disk from template"):
         copy_template(template, image)
-    mount_new_disk(image, mountpoint, timer)
+    _mount_new_disk(image, mountpoint, timer)
 
 
-def mount_new_disk(image: Path, mountpoint: Path, timer: StageTimer | None = None) -> None:
+def _mount_new_disk(image: Path, mountpoint: Path, timer: StageTimer | None = None) -> None:
     """Mount a new disk at a new folder `mountpoint`; on failure both are removed."""
     mountpoint.mkdir(mode=0o755)
     try:
@@ -245,10 +245,10 @@ def boot_time() -> float:
 
 async def remove_disk(image: Path, mountpoint: Path, timer: StageTimer | None = None) -> None:
     """Unmount (lazily if something still holds it) and delete, in one thread. Safe to repeat."""
-    await asyncio.to_thread(remove_disk_now, image, mountpoint, timer)
+    await asyncio.to_thread(_remove_disk_now, image, mountpoint, timer)
 
 
-def remove_disk_now(image: Path, mountpoint: Path, timer: StageTimer | None = None) -> None:
+def _remove_disk_now(image: Path, mountpoint: Path, timer: StageTimer | None = None) -> None:
     with timed(timer, "teardown: umount"):
         _unmount(mountpoint)
     with timed(timer, "teardown: rm disk"):
