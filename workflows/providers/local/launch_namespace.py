@@ -23,7 +23,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -50,12 +50,10 @@ class LaunchNamespace:
         keep: Sequence[Path],
         *,
         check_every_s: float = 1.0,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._holder = [str(launcher), "--hold-namespace", str(sandbox_dir), *map(str, keep)]
         self._sandbox_dir = sandbox_dir
         self.check_every_s = check_every_s
-        self._clock = clock
         self._held: int | None = None
         self._made_from: frozenset[str] | None = None
         self._looked_at = float("-inf")
@@ -66,7 +64,7 @@ class LaunchNamespace:
         made again first if the host's mounts changed. None where none can be made (said in the
         log): sandboxes then start in the host's namespace."""
         with self._lock:
-            now = self._clock()
+            now = time.monotonic()
             if now - self._looked_at >= self.check_every_s:
                 self._looked_at = now
                 table = outside(self._sandbox_dir, Path("/proc/self/mountinfo").read_text())
