@@ -12,11 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.mounts import mount_points
 from tests.workflows.providers.kits import Kit, run_to_end
 from workflows.prewarm.image_label import image_path
 from workflows.providers.common.native_runner import find_compiler
 from workflows.providers.local import LocalProvider
-from workflows.providers.local.launch_namespace import LaunchNamespace, mount_point, outside
+from workflows.providers.local.launch_namespace import (
+    LaunchNamespace,
+    kept_lines,
+    mount_point,
+)
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -32,19 +37,16 @@ def table_of(namespace_fd: int) -> list[str]:
     return [mount_point(line) for line in text.stdout.splitlines()]
 
 
-def host_table() -> list[str]:
-    return [mount_point(line) for line in Path("/proc/self/mountinfo").read_text().splitlines()]
-
-
-def test_mountinfo_paths_are_unescaped_and_the_sandboxes_folder_left_out() -> None:
+def test_mountinfo_paths_are_unescaped_and_only_what_the_holder_keeps_counts() -> None:
     line = "45 27 0:40 / /tmp/a\\040b rw,relatime - tmpfs t rw"
     assert mount_point(line) == "/tmp/a b"
-    table = "\n".join(
-        f"{n} 27 0:40 / {point} rw - tmpfs t rw"
-        for n, point in enumerate(["/", "/data/sandboxes", "/data/sandboxes/x", "/data/sandboxesx"])
-    )
-    kept = sorted(mount_point(line) for line in outside(Path("/data/sandboxes"), table))
-    assert kept == ["/", "/data/sandboxes", "/data/sandboxesx"]
+    points = ["/", "/data", "/data/sandboxes", "/data/sandboxes/x", "/data/sandboxesx",
+              "/data/images/overlay", "/data/images", "/var/lib/docker/x", "/usr"]  # fmt: skip
+    table = "\n".join(f"{n} 27 0:40 / {point} rw - tmpfs t rw" for n, point in enumerate(points))
+    lines = kept_lines(table, "/data/sandboxes", ["/usr", "/data/images"])
+    assert sorted(mount_point(line) for line in lines) == [
+        "/", "/data", "/data/images", "/data/images/overlay", "/data/sandboxes", "/usr",
+    ]  # fmt: skip
 
 
 def test_the_holder_keeps_ancestors_and_kept_folders_and_detaches_the_rest(
@@ -58,9 +60,8 @@ def test_the_holder_keeps_ancestors_and_kept_folders_and_detaches_the_rest(
             point.mkdir(parents=True, exist_ok=True)
             subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "t", str(point)], check=True)
             mounted.append(point)
-        namespace = LaunchNamespace(
-            native_programs[1], sandboxes, [Path("/usr"), Path("/proc"), images]
-        )
+        keep = [Path("/usr"), Path("/proc"), images]
+        namespace = LaunchNamespace(native_programs[1], sandboxes, keep)
         held = namespace.copy()
         assert held is not None
         try:
@@ -68,7 +69,8 @@ def test_the_holder_keeps_ancestors_and_kept_folders_and_detaches_the_rest(
         finally:
             os.close(held)
             namespace.close()
-        on_host = host_table()
+        on_host = mount_points()
+        mounts = Path("/proc/self/mountinfo").read_text()
     finally:
         for point in reversed(mounted):
             subprocess.run(["umount", str(point)], check=True)
@@ -77,6 +79,8 @@ def test_the_holder_keeps_ancestors_and_kept_folders_and_detaches_the_rest(
     assert str(images / "overlay") in inside  # under a kept folder
     assert str(sandboxes / "disk") not in inside and str(elsewhere) not in inside
     assert len(inside) < len(on_host)
+    predicted = kept_lines(mounts, str(sandboxes), [str(p) for p in keep])
+    assert sorted(inside) == sorted(mount_point(line) for line in predicted)  # launch.c's rule
 
 
 def test_a_holder_that_cannot_run_leaves_sandboxes_in_the_hosts_namespace_and_says_so(
@@ -103,7 +107,7 @@ async def test_bubblewrap_starts_without_the_other_sandboxes_disks(local_kit: Ki
             assert runner is not None
             lines = Path(f"/proc/{runner['pid']}/mountinfo").read_text().splitlines()
             started_from = [mount_point(line) for line in lines]
-            on_host = host_table()
+            on_host = mount_points()
             log = sandbox.layout.log.read_text()
         finally:
             await sandbox.terminate()

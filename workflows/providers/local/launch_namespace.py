@@ -10,8 +10,8 @@ sandbox's own disk attached, once it has checked that every bind source is the s
 on the host (else it starts bubblewrap in the host's namespace, as before).
 
 Nothing mounted on the host after the holder ran reaches the namespace, so it is made again when
-the host's mounts outside the sandboxes' folder change (an image's overlay, say), looked at no more
-than once per `check_every_s`; between a change and the next look, the launcher's check keeps
+the host's mounts it would keep change (an image's overlay, say), looked at no more than once per
+`check_every_s`; between a change and the next look, the launcher's check keeps
 sandboxes right, at the old cost.
 """
 
@@ -36,10 +36,27 @@ def mount_point(line: str) -> str:
     return ESCAPED.sub(lambda found: chr(int(found[1], 8)), line.split(" ", 5)[4])
 
 
-def outside(folder: Path, table: str) -> frozenset[str]:
-    """The lines of a mount table whose mount point is not below `folder`."""
-    below = f"{folder}/"
-    return frozenset(line for line in table.splitlines() if not mount_point(line).startswith(below))
+def within(path: str, folder: str) -> bool:
+    return folder == "/" or path == folder or path.startswith(f"{folder}/")
+
+
+def kept(point: str, sandbox_dir: str, keep: Sequence[str]) -> bool:
+    """Whether the holder keeps a mount at `point` (launch.c, `kept`: the same rule): nothing
+    below the sandboxes' folder; the ancestors of it and of the kept folders; what lies below a
+    kept folder."""
+    if point != sandbox_dir and within(point, sandbox_dir):
+        return False
+    return any(within(folder, point) for folder in (sandbox_dir, *keep)) or any(
+        within(point, folder) for folder in keep
+    )
+
+
+def kept_lines(table: str, sandbox_dir: str, keep: Sequence[str]) -> frozenset[str]:
+    """The lines of a mount table the holder would keep: what a namespace made now would hold,
+    so that a change elsewhere (another data folder's disks, a container's mounts) makes no new
+    namespace."""
+    lines = table.splitlines()
+    return frozenset(line for line in lines if kept(mount_point(line), sandbox_dir, keep))
 
 
 class LaunchNamespace:
@@ -51,8 +68,8 @@ class LaunchNamespace:
         *,
         check_every_s: float = 1.0,
     ) -> None:
-        self._holder = [str(launcher), "--hold-namespace", str(sandbox_dir), *map(str, keep)]
-        self._sandbox_dir = sandbox_dir
+        self._sandbox_dir, self._keep = str(sandbox_dir), [str(folder) for folder in keep]
+        self._holder = [str(launcher), "--hold-namespace", self._sandbox_dir, *self._keep]
         self.check_every_s = check_every_s
         self._held: int | None = None
         self._made_from: frozenset[str] | None = None
@@ -67,7 +84,8 @@ class LaunchNamespace:
             now = time.monotonic()
             if now - self._looked_at >= self.check_every_s:
                 self._looked_at = now
-                table = outside(self._sandbox_dir, Path("/proc/self/mountinfo").read_text())
+                mounts = Path("/proc/self/mountinfo").read_text()
+                table = kept_lines(mounts, self._sandbox_dir, self._keep)
                 if table != self._made_from:
                     self._made_from = table
                     self._replace(self._made())
