@@ -11,6 +11,7 @@ else (runner.py, `drop_privileges`) and refuses to go on if /proc/self/status sh
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workflows.process_owned import staging_path
+from workflows.providers.common import small_files
 
 SYSTEM_LINKS = ("bin", "lib", "lib64", "sbin")
 
@@ -30,6 +32,21 @@ def host_folders() -> list[Path]:
     return [Path(p) for p in ("/usr", "/etc", "/dev", "/proc")] + [
         folder for folder in system if folder.is_dir() and not folder.is_symlink()
     ]
+
+
+@functools.cache
+def system_args() -> tuple[str, ...]:
+    """/usr, and /bin, /lib, /lib64, /sbin as the host has them (links or folders): read once per
+    process, since an installed system does not turn a folder into a link under a running worker.
+    """
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in SYSTEM_LINKS:
+        host = f"/{name}"
+        if os.path.islink(host):
+            args += ["--symlink", os.readlink(host), host]
+        elif os.path.isdir(host):
+            args += ["--ro-bind", host, host]
+    return tuple(args)
 
 
 # Host files a program may need; everything else under /etc stays out of the sandbox.
@@ -74,8 +91,9 @@ def write_etc(folder: Path, uid: int, gid: int) -> None:
         "hosts": "127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost ip6-loopback\n",
     }
     for name, text in files.items():
-        (folder / name).write_text(text)
-        (folder / name).chmod(0o644)
+        path = f"{folder}/{name}"
+        small_files.write_text(path, text)
+        os.chmod(path, 0o644)  # whatever the umask
 
 
 OWN_ETC_FILES = ("passwd", "group", "hosts")  # each sandbox's own (write_etc)
@@ -174,7 +192,7 @@ class BwrapCommand:
         if self.die_with_parent:
             args.append("--die-with-parent")
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]  # for the drop only
-        args += self._system() + self._etc()
+        args += [*system_args(), *self._etc()]
         args += [
             "--proc",
             "/proc",
@@ -194,16 +212,6 @@ class BwrapCommand:
         args += ["--chdir", self.chdir, "--"]
         drop = [] if self.drops_itself else self._drop_privileges()
         return args + drop + list(command)
-
-    def _system(self) -> list[str]:
-        args = ["--ro-bind", "/usr", "/usr"]
-        for name in SYSTEM_LINKS:
-            host = Path("/") / name
-            if host.is_symlink():
-                args += ["--symlink", os.readlink(host), f"/{name}"]
-            elif host.is_dir():
-                args += ["--ro-bind", str(host), f"/{name}"]
-        return args
 
     def _etc(self) -> list[str]:
         if self.etc_base is not None:

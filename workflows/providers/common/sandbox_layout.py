@@ -34,10 +34,12 @@ from workflows.providers.base import (
     SandboxNotFound,
     SandboxSpec,
 )
+from workflows.providers.common import small_files
 from workflows.providers.common.tree_copy import copy_tree
 
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}-[0-9a-f]{12}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+NEW_PRIVATE_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
 SANDBOX_ROOTS = ("repo", "world", "case", "out")
 
 
@@ -155,16 +157,14 @@ def spec_to_meta(spec: SandboxSpec) -> dict[str, Any]:
 
 def write_meta(layout: Layout, meta: Mapping[str, Any]) -> None:
     """Atomically, readable by root only (the spec's env may hold secrets)."""
-    tmp = layout.meta.with_name(f".meta.json.{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(meta, handle)
+    tmp = f"{layout.root}/.meta.json.{secrets.token_hex(4)}"
+    small_files.write_bytes(tmp, json.dumps(meta).encode(), NEW_PRIVATE_FILE, 0o600)
     os.replace(tmp, layout.meta)
 
 
 def read_meta(layout: Layout) -> dict[str, Any]:
     try:
-        data = json.loads(layout.meta.read_bytes())
+        data = json.loads(small_files.read_bytes(layout.meta))
     except FileNotFoundError:
         raise SandboxNotFound(f"sandbox {layout.root.name} does not exist (any more)") from None
     except (OSError, ValueError) as error:

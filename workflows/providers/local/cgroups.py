@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workflows.providers.base import ResourceLimits
+from workflows.providers.common import small_files
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("pids", "memory", "cpu", "cpuacct", "freezer")
@@ -45,16 +46,16 @@ def cgroups_available(root: Path = CGROUP_ROOT) -> str | None:
     return None
 
 
-def _read_int(path: Path, default: int = 0) -> int:
+def read_int(path: str, default: int = 0) -> int:
     try:
-        return int(path.read_text().split()[0])
+        return int(small_files.read_text(path).split()[0])
     except (OSError, ValueError, IndexError):
         return default
 
 
-def _read_keyed(path: Path, key: str) -> int:
+def read_keyed(path: str, key: str) -> int:
     with contextlib.suppress(OSError):
-        for line in path.read_text().splitlines():
+        for line in small_files.read_text(path).splitlines():
             name, _, value = line.partition(" ")
             if name == key and value.strip().isdigit():
                 return int(value)
@@ -67,45 +68,50 @@ class CgroupSet:
     root: Path = CGROUP_ROOT
 
     def path(self, controller: str) -> Path:
-        return self.root / controller / self.name
+        return Path(self._dir(controller))
+
+    def _dir(self, controller: str) -> str:
+        """The group's folder in one controller, as a string: the hot path's form."""
+        return f"{self.root}/{controller}/{self.name}"
 
     def procs_files(self) -> list[Path]:
         return [self.path(controller) / "cgroup.procs" for controller in CONTROLLERS]
 
     def add(self, pid: int) -> None:
-        for procs in self.procs_files():
-            procs.write_text(str(pid))
+        for controller in CONTROLLERS:
+            small_files.write_text(f"{self._dir(controller)}/cgroup.procs", str(pid))
 
     def create(self, limits: ResourceLimits, memory_mb: int | None = None) -> None:
         for controller in CONTROLLERS:
-            self.path(controller).mkdir(parents=True, exist_ok=True)
-        (self.path("pids") / "pids.max").write_text(str(max(limits.pids, 1)))
+            os.makedirs(self._dir(controller), exist_ok=True)
+        small_files.write_text(f"{self._dir('pids')}/pids.max", str(max(limits.pids, 1)))
         memory = str((memory_mb or limits.memory_mb) << 20)
-        (self.path("memory") / "memory.limit_in_bytes").write_text(memory)
-        memsw = self.path("memory") / "memory.memsw.limit_in_bytes"
-        if memsw.exists():  # no swapping past the limit either
-            memsw.write_text(memory)
-        cpu = self.path("cpu")
-        (cpu / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
-        (cpu / "cpu.cfs_quota_us").write_text(str(max(int(limits.cpu * CFS_PERIOD_US), 1000)))
+        small_files.write_text(f"{self._dir('memory')}/memory.limit_in_bytes", memory)
+        memsw = f"{self._dir('memory')}/memory.memsw.limit_in_bytes"
+        if os.path.exists(memsw):  # no swapping past the limit either
+            small_files.write_text(memsw, memory)
+        cpu = self._dir("cpu")
+        small_files.write_text(f"{cpu}/cpu.cfs_period_us", str(CFS_PERIOD_US))
+        quota = max(int(limits.cpu * CFS_PERIOD_US), 1000)
+        small_files.write_text(f"{cpu}/cpu.cfs_quota_us", str(quota))
 
     def exists(self) -> bool:
-        return self.path("pids").is_dir()
+        return os.path.isdir(self._dir("pids"))
 
     def pids(self) -> list[int]:
         try:
-            text = (self.path("pids") / "cgroup.procs").read_text()
+            text = small_files.read_text(f"{self._dir('pids')}/cgroup.procs")
         except OSError:
             return []
         return [int(line) for line in text.split()]
 
     def usage(self) -> CgroupUsage:
-        memory = self.path("memory")
+        memory = self._dir("memory")
         return CgroupUsage(
-            cpu_seconds=_read_int(self.path("cpuacct") / "cpuacct.usage") / 1e9,
-            peak_memory_bytes=_read_int(memory / "memory.max_usage_in_bytes"),
-            oom_kills=_read_keyed(memory / "memory.oom_control", "oom_kill"),
-            pids_max_hits=_read_keyed(self.path("pids") / "pids.events", "max"),
+            cpu_seconds=read_int(f"{self._dir('cpuacct')}/cpuacct.usage") / 1e9,
+            peak_memory_bytes=read_int(f"{memory}/memory.max_usage_in_bytes"),
+            oom_kills=read_keyed(f"{memory}/memory.oom_control", "oom_kill"),
+            pids_max_hits=read_keyed(f"{self._dir('pids')}/pids.events", "max"),
         )
 
     async def kill_all(self, timeout_s: float = 10.0) -> bool:
@@ -123,12 +129,12 @@ class CgroupSet:
         return True
 
     async def _set_frozen(self, frozen: bool, deadline: float) -> bool:
-        state = self.path("freezer") / "freezer.state"
+        state = f"{self._dir('freezer')}/freezer.state"
         wanted = "FROZEN" if frozen else "THAWED"
         give_up = min(deadline, time.monotonic() + 1.0)  # a task stuck in D state never freezes
         try:
-            state.write_text(wanted)
-            while state.read_text().strip() != wanted:
+            small_files.write_text(state, wanted)
+            while small_files.read_text(state).strip() != wanted:
                 if time.monotonic() >= give_up:
                     return False
                 await asyncio.sleep(0.002)
@@ -140,10 +146,10 @@ class CgroupSet:
         """rmdir every group (a group empties a moment after its last member died)."""
         deadline = time.monotonic() + timeout_s
         for controller in CONTROLLERS:
-            path = self.path(controller)
+            path = self._dir(controller)
             while True:
                 try:
-                    path.rmdir()
+                    os.rmdir(path)
                     break
                 except FileNotFoundError:
                     break

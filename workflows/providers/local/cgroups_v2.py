@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workflows.providers.base import ResourceLimits
-from workflows.providers.local.cgroups import CFS_PERIOD_US, CgroupUsage
+from workflows.providers.common import small_files
+from workflows.providers.local.cgroups import CFS_PERIOD_US, CgroupUsage, read_int, read_keyed
 
 V2_CONTROLLERS = ("memory", "pids", "cpu")
 SUPERVISOR_LEAF = "evalbot-supervisor"  # where the processes of the delegated cgroup move to
@@ -69,22 +70,6 @@ def _tokens(path: Path) -> set[str]:
         return set()
 
 
-def _read_keyed(path: Path, key: str) -> int:
-    with contextlib.suppress(OSError):
-        for line in path.read_text().splitlines():
-            name, _, value = line.partition(" ")
-            if name == key and value.strip().isdigit():
-                return int(value)
-    return 0
-
-
-def _read_int(path: Path) -> int:
-    try:
-        return int(path.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 def _move_all(source: Path, dest: Path) -> None:
     """Move every process of cgroup `source` into cgroup `dest` (one pid per write)."""
     try:
@@ -104,38 +89,42 @@ def _move_all(source: Path, dest: Path) -> None:
 class V2Group:
     path: Path  # <base>/evalbot/<sandbox id>
 
+    def _file(self, name: str) -> str:
+        """One of the group's files, as a string: the hot path's form (small_files.py)."""
+        return f"{self.path}/{name}"
+
     def create(self, limits: ResourceLimits, memory_mb: int | None = None) -> None:
         self.path.mkdir(exist_ok=True)
         memory = str((memory_mb or limits.memory_mb) << 20)
-        (self.path / "memory.max").write_text(memory)
-        swap = self.path / "memory.swap.max"
-        if swap.exists():  # absent when the kernel does not account swap
-            swap.write_text("0")
-        (self.path / "pids.max").write_text(str(max(limits.pids, 1)))
+        small_files.write_text(self._file("memory.max"), memory)
+        swap = self._file("memory.swap.max")
+        if os.path.exists(swap):  # absent when the kernel does not account swap
+            small_files.write_text(swap, "0")
+        small_files.write_text(self._file("pids.max"), str(max(limits.pids, 1)))
         quota = max(int(limits.cpu * CFS_PERIOD_US), 1000)
-        (self.path / "cpu.max").write_text(f"{quota} {CFS_PERIOD_US}")
+        small_files.write_text(self._file("cpu.max"), f"{quota} {CFS_PERIOD_US}")
 
     def exists(self) -> bool:
-        return self.path.is_dir()
+        return os.path.isdir(self.path)
 
     def procs_files(self) -> list[Path]:
         return [self.path / "cgroup.procs"]
 
     def add(self, pid: int) -> None:
-        (self.path / "cgroup.procs").write_text(str(pid))
+        small_files.write_text(self._file("cgroup.procs"), str(pid))
 
     def pids(self) -> list[int]:
         try:
-            return [int(word) for word in (self.path / "cgroup.procs").read_text().split()]
+            return [int(word) for word in small_files.read_text(self._file("cgroup.procs")).split()]
         except OSError:
             return []
 
     def usage(self) -> CgroupUsage:
         return CgroupUsage(
-            cpu_seconds=_read_keyed(self.path / "cpu.stat", "usage_usec") / 1e6,
-            peak_memory_bytes=_read_int(self.path / "memory.peak"),  # kernel >= 5.19
-            oom_kills=_read_keyed(self.path / "memory.events", "oom_kill"),
-            pids_max_hits=_read_keyed(self.path / "pids.events", "max"),
+            cpu_seconds=read_keyed(self._file("cpu.stat"), "usage_usec") / 1e6,
+            peak_memory_bytes=read_int(self._file("memory.peak")),  # kernel >= 5.19
+            oom_kills=read_keyed(self._file("memory.events"), "oom_kill"),
+            pids_max_hits=read_keyed(self._file("pids.events"), "max"),
         )
 
     async def kill_all(self, timeout_s: float = 10.0) -> bool:
@@ -144,11 +133,11 @@ class V2Group:
         if not self.exists():
             return True
         deadline = time.monotonic() + timeout_s
-        kill_file = self.path / "cgroup.kill"
+        kill_file = self._file("cgroup.kill")
         while self.pids():
-            if kill_file.exists():
+            if os.path.exists(kill_file):
                 with contextlib.suppress(FileNotFoundError):
-                    kill_file.write_text("1")
+                    small_files.write_text(kill_file, "1")
             else:
                 await self._freeze_and_kill()
             if time.monotonic() >= deadline:
@@ -157,21 +146,21 @@ class V2Group:
         return True
 
     async def _freeze_and_kill(self) -> None:
-        freeze = self.path / "cgroup.freeze"
+        freeze = self._file("cgroup.freeze")
         with contextlib.suppress(OSError):
-            freeze.write_text("1")
+            small_files.write_text(freeze, "1")
         for pid in self.pids():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
-            freeze.write_text("0")
+            small_files.write_text(freeze, "0")
 
     async def remove(self, timeout_s: float = 5.0) -> None:
         """rmdir the group (it empties a moment after its last member died)."""
         deadline = time.monotonic() + timeout_s
         while True:
             try:
-                self.path.rmdir()
+                os.rmdir(self.path)
                 return
             except FileNotFoundError:
                 return

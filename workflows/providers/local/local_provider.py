@@ -138,11 +138,6 @@ def chown_tree(top: Path, uid: int, gid: int) -> None:
             os.lchown(os.path.join(folder, name), uid, gid)
 
 
-def write_case_and_meta(layout: Layout, files: Mapping[str, bytes], meta: dict[str, Any]) -> None:
-    write_case_files(layout.case, files)
-    write_meta(layout, meta)
-
-
 def close_fds(*fds: int | None) -> None:
     for fd in fds:
         if fd is not None:
@@ -478,7 +473,7 @@ class LocalProvider(SandboxProvider):
         with timed(self.timer, "create: uid claim"):
             sandbox = self.new_sandbox(new_sandbox_id(spec.run_id), spec_to_meta(spec))
         await self.provision(sandbox, self.make_shell(sandbox, size_mb, spec.limits))
-        await self.provision(sandbox, self.fill(sandbox, spec))
+        await self.provision(sandbox, self.fill(sandbox, spec, meta_new=False))
         return sandbox
 
     def new_sandbox(self, sandbox_id: str, spec_meta: dict[str, Any]) -> LocalSandbox:
@@ -530,18 +525,24 @@ class LocalProvider(SandboxProvider):
         with timed(self.timer, "create: cgroup"):
             sandbox.cgroups.create(limits)
 
-    async def fill(self, sandbox: LocalSandbox, spec: SandboxSpec) -> None:
-        """What does: the world, the case files, the metadata."""
+    async def fill(
+        self, sandbox: LocalSandbox, spec: SandboxSpec, *, meta_new: bool = True
+    ) -> None:
+        """What does: the world, the case files, and the metadata if it is `meta_new` (a pooled
+        shell's, which the claim gave the spec; `create` wrote the spec's with the shell)."""
         layout, uid = sandbox.layout, sandbox.uid
+        meta = sandbox.meta if meta_new else None
         with timed(self.timer, "create: world, case, meta"):
-            await asyncio.to_thread(self._fill, spec, layout, (uid, uid), sandbox.meta)
+            await asyncio.to_thread(self._fill, spec, layout, (uid, uid), meta)
 
     @staticmethod
     def _fill(
-        spec: SandboxSpec, layout: Layout, owner: tuple[int, int], meta: dict[str, Any]
+        spec: SandboxSpec, layout: Layout, owner: tuple[int, int], meta: dict[str, Any] | None
     ) -> None:
         copy_world_blocking(spec.world_dir, layout.world, owner)
-        write_case_and_meta(layout, spec.case_files, meta)
+        write_case_files(layout.case, spec.case_files)
+        if meta is not None:
+            write_meta(layout, meta)
 
     def reap_orphans(self, grace_s: float = 60.0) -> list[int]:
         """Free uid claims of sandboxes that never came to exist (a worker killed mid-create),

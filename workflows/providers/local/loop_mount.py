@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import functools
 import os
 import struct
 from pathlib import Path
@@ -33,7 +34,9 @@ class LoopConfigureUnsupported(OSError):
     """The kernel has no LOOP_CONFIGURE (Linux < 5.8): mount with `mount -o loop` instead."""
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL:
+    """Loaded once: a CDLL per call cost a dlopen and its attribute lookups every mount."""
     return ctypes.CDLL(None, use_errno=True)
 
 

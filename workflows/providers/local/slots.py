@@ -17,8 +17,10 @@ from pathlib import Path
 
 from workflows.process_owned import is_gone, this_process
 from workflows.providers.base import SandboxCreateError
+from workflows.providers.common import small_files
 
 HOST_UID_DIR = Path("/run/evalbot/uids")  # tmpfs: no sandbox process outlives a reboot
+NEW_CLAIM = os.O_WRONLY | os.O_CREAT | os.O_EXCL
 
 
 @dataclass(frozen=True)
@@ -46,14 +48,13 @@ class UidSlots:
     def claim(self, owner: str) -> int:
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         start = int.from_bytes(hashlib.sha256(owner.encode()).digest()[:4], "big") % self.count
+        claim = f"{owner}\n{this_process()}\n{self.home}"
         for step in range(self.count):
             uid = self.base + (start + step) % self.count
             try:
-                fd = os.open(self.folder / str(uid), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                small_files.write_text(f"{self.folder}/{uid}", claim, NEW_CLAIM, 0o600)
             except FileExistsError:
                 continue
-            with os.fdopen(fd, "w") as handle:
-                handle.write(f"{owner}\n{this_process()}\n{self.home}")
             return uid
         raise SandboxCreateError(f"all {self.count} sandbox uids are in use")
 
@@ -114,7 +115,7 @@ class UidSlots:
 
 def read_claim(path: Path) -> Claim:
     """ValueError for a file that does not hold the three lines `claim` writes."""
-    owner, process, home = path.read_text().split("\n")
+    owner, process, home = small_files.read_text(path).split("\n")
     if not (owner and process and home):
         raise ValueError(f"incomplete claim {path}")
     return Claim(path, owner, process, Path(home))
