@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -41,6 +42,7 @@ ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}-[0-9a-f]{12}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 NEW_PRIVATE_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
 SANDBOX_ROOTS = ("repo", "world", "case", "out")
+SLUG_FOLD = re.compile(r"[^a-z0-9]+")
 
 
 POOL_RUN_ID = "pool"  # the run id warm-pool sandboxes are created under, until claimed
@@ -48,9 +50,10 @@ POOL_RUN_ID = "pool"  # the run id warm-pool sandboxes are created under, until 
 
 def sandbox_slug(text: str) -> str:
     """The readable start of sandbox ids: lowercase, punctuation folded, at most 40 characters."""
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40].strip("-") or "sandbox"
+    return SLUG_FOLD.sub("-", text.lower()).strip("-")[:40].strip("-") or "sandbox"
 
 
+@functools.lru_cache(maxsize=4096)
 def run_prefix(run_id: str) -> str:
     """What every sandbox id of `run_id` starts with: its slug and a digest of the whole run id
     (slugs are cut short and fold punctuation; the digest keeps runs apart)."""
@@ -96,16 +99,24 @@ def sandboxes_of(sandbox_dir: Path, run_id: str) -> list[str]:
     prefix = run_prefix(run_id)
     candidates = (prefix, run_prefix(POOL_RUN_ID))  # pool sandboxes say whose they are in meta
     found = []
-    for folder in sandbox_dir.iterdir() if sandbox_dir.is_dir() else ():
-        if not (folder.name.startswith(candidates) and ID_PATTERN.fullmatch(folder.name)):
+    for name in folder_names(sandbox_dir):  # every sandbox in flight: names, not paths
+        if not (name.startswith(candidates) and ID_PATTERN.fullmatch(name)):
             continue
         try:
-            owner = read_meta(Layout(folder)).get("run_id")
+            owner = read_meta(Layout(sandbox_dir / name)).get("run_id")
         except SandboxError:
-            owner = run_id if folder.name.startswith(prefix) else None
+            owner = run_id if name.startswith(prefix) else None
         if owner == run_id:
-            found.append(folder.name)
+            found.append(name)
     return sorted(found)
+
+
+def folder_names(folder: Path) -> list[str]:
+    """The names in `folder`; none if it does not exist (or is no folder)."""
+    try:
+        return os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def check_sandbox_id(sandbox_id: str) -> str:
