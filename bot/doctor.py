@@ -25,7 +25,7 @@ import httpx
 
 from workflows.engine.devserver import DevServerError, temporal_binary
 from workflows.file_systems import FileSystem, can_spread_subfolders, file_system_of
-from workflows.providers.common.native_runner import find_compiler
+from workflows.providers.common.native_runner import MUSL, find_compiler
 from workflows.providers.local import (
     HOST_TOOLS,
     SANDBOX_PYTHON,
@@ -117,12 +117,24 @@ def other_provider(settings: Settings) -> Check:
     return Check("provider", "ok", f"{provider} (the local sandbox checks do not apply)")
 
 
-def native_runner(compiler: Callable[[], str | None] = find_compiler) -> Check:
+def native_runner(
+    compiler: Callable[[], str | None] = find_compiler,
+    musl: Callable[[], str | None] = lambda: shutil.which(MUSL),
+) -> Check:
     """Sandboxes run the native runner where the worker finds a C compiler, else the Python one:
-    the same guarantees, about 9 ms more CPU per sandbox start (docs/sandbox.md)."""
+    the same guarantees, about 9 ms more CPU per sandbox start (docs/sandbox.md). With musl-gcc
+    the runner and the launcher are static: a runner's start costs about 0.6 ms less CPU."""
+    static = musl()
+    if static is not None:
+        detail = f"{static} builds the runner and the launcher static, once per worker"
+        return Check("native runner", "ok", detail)
     found = compiler()
     if found is not None:
-        return Check("native runner", "ok", f"{found} compiles the runner once per worker")
+        detail = (
+            f"{found} compiles the runner once per worker (with musl-gcc, from musl-tools, a "
+            "runner start would cost about 0.6 ms less CPU)"
+        )
+        return Check("native runner", "ok", detail)
     return Check(
         "native runner",
         "warn",

@@ -82,8 +82,11 @@ def test_an_unreadable_mount_table_skips_the_check(tmp_path: Path) -> None:
 
 
 def test_a_host_without_a_c_compiler_gets_a_warning_with_the_package_to_install() -> None:
-    without = native_runner(lambda: None)
+    without = native_runner(lambda: None, lambda: None)
     assert (without.status, without.required) == ("warn", False)
     assert "Python runner" in without.detail and "apt-get install gcc" in without.fix
-    found = native_runner(lambda: "/usr/bin/cc")
-    assert found.status == "ok" and "/usr/bin/cc" in found.detail
+    found = native_runner(lambda: "/usr/bin/cc", lambda: None)
+    assert found.status == "ok" and "/usr/bin/cc" in found.detail and "musl-tools" in found.detail
+    static = native_runner(lambda: "/usr/bin/cc", lambda: "/usr/bin/musl-gcc")
+    assert static.status == "ok" and "/usr/bin/musl-gcc" in static.detail
+    assert "static" in static.detail

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -15,7 +17,12 @@ import pytest
 from tests.support.dead_process import dead_process_id
 from tests.workflows.providers.kits import Kit, make_agent_repo, make_world, run_to_end
 from workflows.process_owned import staging_path
-from workflows.providers.common.native_runner import SOURCE, find_compiler, native_runner
+from workflows.providers.common.native_runner import (
+    SOURCE,
+    find_compiler,
+    native_launcher,
+    native_runner,
+)
 from workflows.providers.local import LocalProvider
 from workflows.providers.process import ProcessProvider
 
@@ -46,6 +53,49 @@ def test_the_source_compiles_without_a_warning() -> None:
     flags = ["-std=gnu11", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-fsyntax-only"]
     done = subprocess.run([compiler, *flags, str(SOURCE)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def interpreter_of(program: Path) -> bytes | None:
+    """The dynamic loader a 64-bit ELF program names (its PT_INTERP header); None: static."""
+    data = program.read_bytes()
+    (table,) = struct.unpack_from("<Q", data, 0x20)
+    entry_size, entries = struct.unpack_from("<HH", data, 0x36)
+    for header in range(table, table + entry_size * entries, entry_size):
+        if struct.unpack_from("<I", data, header)[0] == 3:  # PT_INTERP
+            offset, _, _, size = struct.unpack_from("<QQQQ", data, header + 8)
+            return data[offset : offset + size].rstrip(b"\0")
+    return None
+
+
+@pytest.mark.skipif(shutil.which("musl-gcc") is None, reason="no musl-gcc here (musl-tools)")
+def test_with_musl_the_runner_and_the_launcher_are_static(tmp_path: Path) -> None:
+    """Static with musl, neither program pays glibc's CPU detection at each start."""
+    runner, launcher = native_runner(tmp_path / "made"), native_launcher(tmp_path / "made")
+    assert runner is not None and launcher is not None
+    assert interpreter_of(runner) is None and interpreter_of(launcher) is None
+    compiler = find_compiler()
+    assert compiler is not None
+    system = native_runner(tmp_path / "system", compiler=compiler)  # what hosts without musl run
+    assert system is not None and interpreter_of(system) is not None
+    assert subprocess.run([str(runner)], capture_output=True).stderr == (
+        subprocess.run([str(system)], capture_output=True).stderr
+    )
+
+
+def test_where_musl_cannot_build_the_system_compiler_does_without_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "bin" / "musl-gcc"
+    broken.parent.mkdir()
+    broken.write_text("#!/bin/sh\necho 'musl-gcc: cannot build this' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{broken.parent}:{os.environ['PATH']}")
+    caplog.set_level(logging.INFO)
+    made = native_runner(tmp_path / "made")
+    assert made is not None and interpreter_of(made) is not None  # the system compiler's
+    assert os.listdir(tmp_path / "made") == [made.name]  # nothing of the failed attempt is left
+    assert warnings_of(caplog) == []
+    assert any("cannot build this" in r.getMessage() for r in caplog.records)
 
 
 def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:

@@ -9,17 +9,26 @@ file, so each provider runs whichever it has: this program when the host has a C
 the Python runner (for `local` compiled once, local/compiled_runner.py; for `process` forked by
 the spawner), with a warning saying why.
 
-Each program is named by the digest of its source and of the compiler's path, made under a
-name of this process and renamed into place, and checked to run (it must print its usage) before
-it is used: a compiler that makes something this host cannot execute leaves the Python way.
+Each program is named by the digest of its source, the compiler's path and its flags, made under
+a name of this process and renamed into place, and checked to run (it must print its usage)
+before it is used: a compiler that makes something this host cannot execute leaves the Python way.
+
+Where `musl-gcc` is installed (Debian's musl-tools), both programs are linked statically against
+musl first. A program linked against glibc spends most of its start-up in glibc's detection of
+the CPU (dozens of `cpuid` instructions, each a trap to the hypervisor in a virtual machine); a
+runner's whole life with a `true` agent costs 0.73× the CPU built this way (benchmarks/RESULTS.md,
+"program-start"; docs/sandbox.md, "Start-up cost"). The runner and the launcher start once per
+`local` cell each. If musl cannot build one, the system compiler does, as before.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import platform
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from workflows.process_owned import make_in_place
@@ -29,6 +38,7 @@ log = logging.getLogger(__name__)
 SOURCE = Path(__file__).with_name("runner.c")
 LAUNCH_SOURCE = Path(__file__).with_name("launch.c")  # the spawner's way to start bubblewrap
 COMPILERS = ("cc", "gcc", "clang")
+MUSL = "musl-gcc"
 FLAGS = ("-O2", "-std=gnu11", "-Wall", "-Wextra")
 COMPILE_TIMEOUT_S = 120
 # programs this process built, by file name (stem and digest): a provider over another folder
@@ -42,6 +52,34 @@ def find_compiler() -> str | None:
         if found:
             return found
     return None
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    compiler: str
+    flags: tuple[str, ...] = FLAGS
+
+
+def toolchains(compiler: str | None = None) -> list[Toolchain]:
+    """What to build with, in order: `compiler` alone if given; else musl, static, where it is
+    installed, then the system's C compiler."""
+    if compiler is not None:
+        return [Toolchain(compiler)]
+    found = []
+    musl = shutil.which(MUSL)
+    if musl:
+        found.append(Toolchain(musl, (*FLAGS, "-static", *kernel_headers())))
+    system = find_compiler()
+    if system:
+        found.append(Toolchain(system))
+    return found
+
+
+def kernel_headers() -> list[str]:
+    """musl's headers do not include the kernel's (linux/, asm/): the system's, searched after
+    musl's own (a header musl has is always musl's)."""
+    folders = ["/usr/include", f"/usr/include/{platform.machine()}-linux-gnu"]
+    return [f"-idirafter{folder}" for folder in folders if Path(folder).is_dir()]
 
 
 def native_runner(folder: Path, source: Path = SOURCE, compiler: str | None = None) -> Path | None:
@@ -58,14 +96,30 @@ def native_launcher(folder: Path, compiler: str | None = None) -> Path | None:
 def native_program(
     folder: Path, source: Path, compiler: str | None = None, *, instead: str
 ) -> Path | None:
-    """`source` compiled into `folder`, named by its stem and a digest (compiled if missing), or
-    None with a warning saying what happens `instead`."""
-    compiler = compiler or find_compiler()
-    if compiler is None:
+    """`source` compiled into `folder` by the first toolchain that makes a program that runs,
+    named by its stem and a digest (compiled if missing), or None with a warning saying what
+    happens `instead`."""
+    chain = toolchains(compiler)
+    if not chain:
         log.warning("evalbot: %s (no C compiler: cc, gcc or clang)", instead)
         return None
-    digest = hashlib.sha256(source.read_bytes() + compiler.encode()).hexdigest()[:16]
-    target = folder / f"{source.stem}-{digest}"
+    for toolchain in chain:
+        try:
+            return built(folder, source, toolchain)
+        except (OSError, subprocess.SubprocessError) as error:
+            said = getattr(error, "stderr", None) or b""
+            reason = f"{error} {said.decode(errors='replace')[-500:]}".strip()
+            if toolchain != chain[-1]:
+                log.info("evalbot: %s could not build %s (%s)", toolchain.compiler, source, reason)
+                continue
+            log.warning("evalbot: %s (%s failed: %s)", instead, source.name, reason)
+    return None
+
+
+def built(folder: Path, source: Path, toolchain: Toolchain) -> Path:
+    """`source` built by `toolchain` in `folder`, unless a program of that name is there."""
+    named = source.read_bytes() + "\0".join((toolchain.compiler, *toolchain.flags)).encode()
+    target = folder / f"{source.stem}-{hashlib.sha256(named).hexdigest()[:16]}"
     if target.is_file():
         return target
 
@@ -74,24 +128,18 @@ def native_program(
         if made is not None and made.is_file():  # built for another folder by this process
             shutil.copyfile(made, partial)
         else:
-            compile_program(compiler, source, partial)
+            compile_program(toolchain, source, partial)
         partial.chmod(0o755)
         require_usage(partial)
 
-    try:
-        make_in_place(target, build_into)
-    except (OSError, subprocess.SubprocessError) as error:
-        said = getattr(error, "stderr", None) or b""
-        reason = f"{error} {said.decode(errors='replace')[-500:]}".strip()
-        log.warning("evalbot: %s (%s failed: %s)", instead, source.name, reason)
-        return None
+    make_in_place(target, build_into)
     BUILT[target.name] = target
     return target
 
 
-def compile_program(compiler: str, source: Path, output: Path) -> None:
+def compile_program(toolchain: Toolchain, source: Path, output: Path) -> None:
     subprocess.run(
-        [compiler, *FLAGS, "-o", str(output), str(source)],
+        [toolchain.compiler, *toolchain.flags, "-o", str(output), str(source)],
         check=True,
         capture_output=True,
         timeout=COMPILE_TIMEOUT_S,
