@@ -16,7 +16,7 @@ before it is used: a compiler that makes something this host cannot execute leav
 Where `musl-gcc` is installed (Debian's musl-tools), both programs are linked statically against
 musl first. A program linked against glibc spends most of its start-up in glibc's detection of
 the CPU (dozens of `cpuid` instructions, each a trap to the hypervisor in a virtual machine); a
-runner's whole life with a `true` agent costs 0.73× the CPU built this way (benchmarks/RESULTS.md,
+runner's whole life with a `true` agent costs 0.80× the CPU built this way (benchmarks/RESULTS.md,
 "program-start"; docs/sandbox.md, "Start-up cost"). The runner and the launcher start once per
 `local` cell each. If musl cannot build one, the system compiler does, as before.
 """
