@@ -40,7 +40,7 @@ from workflows.providers.common import RUNNER
 from workflows.providers.common.folder import FolderSandbox, read_state
 from workflows.providers.common.launch import run_bounded, wait_ready
 from workflows.providers.common.native_runner import native_launcher, native_runner
-from workflows.providers.common.procs import is_alive, kill, start_time, wait_gone
+from workflows.providers.common.procs import is_alive, kill, wait_gone
 from workflows.providers.common.sandbox_layout import (
     Layout,
     build_env,
@@ -105,15 +105,17 @@ class ProcessSandbox(FolderSandbox):
         try:
             if native is None:  # the spawner forks its imported Python runner
                 pid = await spawner.spawn(argv, env=env_vars, log=log, ready_fd=write_fd)
+                await asyncio.to_thread(self.record_started, pid)
             else:  # the spawner starts the native runner through the launcher
                 argv = [str(native), "--ready-fd", str(write_fd), *argv]
-                pid = await spawner.spawn_exec(argv, env=env_vars, log=log, pass_fds=[write_fd])
+                await spawner.spawn_exec(
+                    argv, env=env_vars, log=log, pass_fds=[write_fd], started=self.record_started
+                )
         except BaseException:
             os.close(read_fd)
             raise
         finally:
             os.close(write_fd)
-        await asyncio.to_thread(lambda: self.record_runner(pid, start_time(pid) or 0))
         if not await wait_ready(read_fd, self.provider.start_timeout_s):
             raise SandboxError(f"the runner of sandbox {self.id} did not start")
 

@@ -19,7 +19,7 @@ import json
 import socket
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from workflows.providers.base import SandboxError
@@ -53,12 +53,15 @@ class RunnerSpawner:
         cgroup_procs: Sequence[Path] = (),
         pass_fds: Sequence[int] = (),
         namespace: tuple[int, Path] | None = None,
+        started: Callable[[int], None] | None = None,
     ) -> int:
         """Start `argv` detached, as `launch_detached` does (inside the cgroups of
         `cgroup_procs` before its first instruction, its output appended to `log`), with
         `pass_fds` open at the same numbers; its pid. A child that fails before its exec says so
         in the log and exits. `namespace`: a launch mount namespace's descriptor and the folder
-        whose mounts go with the command into it (launch.c; only the launcher uses it)."""
+        whose mounts go with the command into it (launch.c; only the launcher uses it).
+        `started`: called with the pid in the thread that asked, before this returns (the
+        caller's record of it, without a hop of its own)."""
         request = {
             "exec": list(argv),
             "env": dict(env),
@@ -70,13 +73,25 @@ class RunnerSpawner:
         if namespace is not None:
             request["attach"] = str(namespace[1])
             fds.append(namespace[0])
-        return await self._pid_of(request, fds)
+        return await self._pid_of(request, fds, started)
 
-    async def _pid_of(self, request: Mapping[str, object], fds: list[int]) -> int:
-        reply = await asyncio.to_thread(self._request, json.dumps(request).encode(), fds)
+    async def _pid_of(
+        self,
+        request: Mapping[str, object],
+        fds: list[int],
+        started: Callable[[int], None] | None = None,
+    ) -> int:
+        return await asyncio.to_thread(self._started, json.dumps(request).encode(), fds, started)
+
+    def _started(
+        self, request: bytes, fds: list[int], started: Callable[[int], None] | None
+    ) -> int:
+        reply = self._request(request, fds)
         pid = reply.get("pid")
         if not isinstance(pid, int):
             raise SandboxError(f"could not launch the runner: {reply.get('error', reply)}")
+        if started is not None:
+            started(pid)
         return pid
 
     def _request(self, request: bytes, fds: list[int]) -> dict[str, object]:

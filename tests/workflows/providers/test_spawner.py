@@ -8,6 +8,7 @@ import asyncio
 import os
 import signal
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -205,6 +206,26 @@ async def test_an_exec_that_cannot_join_its_groups_never_runs_and_says_why(
     await exited(pid)
     assert not marker.exists()
     assert "no-such-group/cgroup.procs" in (tmp_path / "log").read_text()
+
+
+async def test_started_gets_the_pid_in_the_asking_thread_before_the_call_returns_and_only_then(
+    exec_spawner: RunnerSpawner, tmp_path: Path
+) -> None:
+    """What a sandbox records its runner with, without a hop of its own: called once, with the
+    pid the call returns, not on the event loop's thread; never for a request refused."""
+    calls: list[tuple[int, str]] = []
+
+    def started(pid: int) -> None:
+        calls.append((pid, threading.current_thread().name))
+
+    pid = await exec_spawner.spawn_exec(["true"], env={}, log=tmp_path / "log", started=started)
+    assert calls == [(pid, calls[0][1])] and calls[0][1] != threading.current_thread().name
+    await exited(pid)
+    with pytest.raises(SandboxError):
+        await exec_spawner.spawn_exec(
+            ["true"], env={}, log=tmp_path / "log", pass_fds=[0], started=started
+        )
+    assert len(calls) == 1
 
 
 async def test_an_exec_request_with_descriptors_below_3_is_refused(

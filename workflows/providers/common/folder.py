@@ -12,7 +12,7 @@ from typing import Any
 
 from workflows.providers.base import FileInfo, Sandbox, SandboxError, SandboxFileError
 from workflows.providers.common import sandbox_files
-from workflows.providers.common.procs import is_alive
+from workflows.providers.common.procs import is_alive, start_time
 from workflows.providers.common.sandbox_layout import Layout, read_meta, write_meta
 
 READ_ONLY_ROOTS = ("repo",)  # the image is shared by every sandbox of the commit
@@ -91,8 +91,10 @@ class FolderSandbox(Sandbox):
         runner = read_meta(self.layout).get("runner")
         return runner if isinstance(runner, dict) else None
 
-    def record_runner(self, pid: int, started: int) -> None:
-        self.meta["runner"] = {"pid": pid, "start_time": started}
+    def record_started(self, pid: int) -> None:
+        """The runner just started as `pid`: recorded with its start time, which tells it from a
+        later process given the same pid (procs.is_alive)."""
+        self.meta["runner"] = {"pid": pid, "start_time": start_time(pid) or 0}
         write_meta(self.layout, self.meta)
 
     async def known_runner(self) -> dict[str, int] | None:

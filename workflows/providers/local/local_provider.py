@@ -56,7 +56,6 @@ from workflows.providers.common.bwrap import (
 from workflows.providers.common.folder import FolderSandbox, read_state
 from workflows.providers.common.launch import joined, run_bounded, wait_ready
 from workflows.providers.common.native_runner import native_launcher, native_runner
-from workflows.providers.common.procs import start_time
 from workflows.providers.common.sandbox_layout import (
     ID_PATTERN,
     Layout,
@@ -224,13 +223,14 @@ class LocalSandbox(FolderSandbox):
         try:
             held = self.provider.launch_namespace_copy()
             with timed(timer, "start: bwrap launch"):
-                pid = await self.provider.spawner.spawn_exec(
+                await self.provider.spawner.spawn_exec(
                     argv,
                     env=self.env(env),
                     log=self.layout.log,
                     cgroup_procs=self.cgroups.procs_files(),
                     pass_fds=[fd for fd in (write_fd, filter_fd) if fd is not None],
                     namespace=None if held is None else (held, self.layout.root),
+                    started=self.record_started,
                 )
         except BaseException:
             close_fds(read_fd)
@@ -238,7 +238,6 @@ class LocalSandbox(FolderSandbox):
         finally:
             close_fds(write_fd, filter_fd, held)
         with timed(timer, "start: runner ready"):
-            await asyncio.to_thread(self.record_runner, pid, start_time(pid) or 0)
             ready = await wait_ready(read_fd, self.provider.start_timeout_s)
         if not ready:
             raise SandboxError(f"the runner of sandbox {self.id} did not start: {self.log_tail()}")
