@@ -315,7 +315,7 @@ async def measured(
         print("\n".join(["per-stage time of a local sandbox:", *stage_lines(timer, cells)]))
 
 
-if __name__ == "__main__":
+def argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--arms", type=int, default=4)
@@ -338,7 +338,11 @@ if __name__ == "__main__":
     parser.add_argument(
         "--run-batch", type=int, default=SandboxSettings.model_fields["run_batch_size"].default
     )
-    parsed = parser.parse_args()
+    return parser
+
+
+if __name__ == "__main__":
+    parsed = argument_parser().parse_args()
     if parsed.provider == "modal":
         sys.exit(
             "--provider modal: run benchmarks/modal_engine.py (the engine on the Modal test "
