@@ -82,6 +82,20 @@ def test_with_musl_the_runner_and_the_launcher_are_static(tmp_path: Path) -> Non
     )
 
 
+@pytest.mark.skipif(shutil.which("musl-gcc") is None, reason="no musl-gcc here (musl-tools)")
+def test_a_musl_build_sees_the_kernels_headers_but_no_glibc_header(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A glibc-only header would have been taken in silently had musl searched /usr/include."""
+    source = tmp_path / "runner.c"
+    source.write_text("#include <gnu/lib-names.h>\n" + SOURCE.read_text())  # glibc's only
+    caplog.set_level(logging.INFO)
+    made = native_runner(tmp_path / "made", source)
+    assert made is not None and interpreter_of(made) is not None  # the system compiler's
+    assert any("gnu/lib-names.h: No such file" in r.getMessage() for r in caplog.records)
+    assert interpreter_of(native_runner(tmp_path / "musl") or Path()) is None  # linux/ found
+
+
 def test_where_musl_cannot_build_the_system_compiler_does_without_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -28,6 +28,7 @@ import logging
 import platform
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +59,7 @@ def find_compiler() -> str | None:
 class Toolchain:
     compiler: str
     flags: tuple[str, ...] = FLAGS
+    kernel_headers: bool = False  # the system's linux/ and asm/ alone, for musl (which has none)
 
 
 def toolchains(compiler: str | None = None) -> list[Toolchain]:
@@ -68,18 +70,26 @@ def toolchains(compiler: str | None = None) -> list[Toolchain]:
     found = []
     musl = shutil.which(MUSL)
     if musl:
-        found.append(Toolchain(musl, (*FLAGS, "-static", *kernel_headers())))
+        found.append(Toolchain(musl, (*FLAGS, "-static"), kernel_headers=True))
     system = find_compiler()
     if system:
         found.append(Toolchain(system))
     return found
 
 
-def kernel_headers() -> list[str]:
-    """musl's headers do not include the kernel's (linux/, asm/): the system's, searched after
-    musl's own (a header musl has is always musl's)."""
-    folders = ["/usr/include", f"/usr/include/{platform.machine()}-linux-gnu"]
-    return [f"-idirafter{folder}" for folder in folders if Path(folder).is_dir()]
+def link_kernel_headers(folder: Path) -> None:
+    """musl's headers do not include the kernel's: links in `folder` to the system's `linux/`,
+    `asm-generic/` and this machine's `asm/`, and to nothing else, so that no glibc header can
+    stand in for one musl lacks."""
+    multiarch = Path(f"/usr/include/{platform.machine()}-linux-gnu/asm")
+    links = {
+        "linux": Path("/usr/include/linux"),
+        "asm-generic": Path("/usr/include/asm-generic"),
+        "asm": multiarch if multiarch.is_dir() else Path("/usr/include/asm"),
+    }
+    for name, target in links.items():
+        if target.is_dir():
+            (folder / name).symlink_to(target)
 
 
 def native_runner(folder: Path, source: Path = SOURCE, compiler: str | None = None) -> Path | None:
@@ -118,7 +128,8 @@ def native_program(
 
 def built(folder: Path, source: Path, toolchain: Toolchain) -> Path:
     """`source` built by `toolchain` in `folder`, unless a program of that name is there."""
-    named = source.read_bytes() + "\0".join((toolchain.compiler, *toolchain.flags)).encode()
+    words = (toolchain.compiler, *toolchain.flags, f"kernel headers: {toolchain.kernel_headers}")
+    named = source.read_bytes() + "\0".join(words).encode()
     target = folder / f"{source.stem}-{hashlib.sha256(named).hexdigest()[:16]}"
     if target.is_file():
         return target
@@ -138,12 +149,17 @@ def built(folder: Path, source: Path, toolchain: Toolchain) -> Path:
 
 
 def compile_program(toolchain: Toolchain, source: Path, output: Path) -> None:
-    subprocess.run(
-        [toolchain.compiler, *toolchain.flags, "-o", str(output), str(source)],
-        check=True,
-        capture_output=True,
-        timeout=COMPILE_TIMEOUT_S,
-    )
+    with tempfile.TemporaryDirectory(prefix="evalbot-headers-") as headers:
+        extra = []
+        if toolchain.kernel_headers:
+            link_kernel_headers(Path(headers))
+            extra = ["-idirafter", headers]  # after musl's own headers
+        subprocess.run(
+            [toolchain.compiler, *toolchain.flags, *extra, "-o", str(output), str(source)],
+            check=True,
+            capture_output=True,
+            timeout=COMPILE_TIMEOUT_S,
+        )
 
 
 def require_usage(program: Path) -> None:
