@@ -50,13 +50,17 @@ def file_system_of(path: str, mounts: str = MOUNTS, journals: str = JOURNALS) ->
     with open(mounts) as table:
         for line in table:
             source, point, fstype, *_ = line.split()
-            inside = path == point or path.startswith(point.rstrip("/") + "/")
-            if inside and len(point) >= len(best):
+            if within(path, point) and len(point) >= len(best):
                 best, kind, device = point, fstype, os.path.basename(source)
     if kind != "ext4":
         return FileSystem(kind, best, None)
     listed = os.listdir(journals) if os.path.isdir(journals) else []
     return FileSystem(kind, best, any(name.startswith(f"{device}-") for name in listed))
+
+
+def within(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` or lies below it (absolute paths, no trailing slash)."""
+    return folder == "/" or path == folder or path.startswith(f"{folder}/")
 
 
 def spread_subfolders(folder: Path) -> bool:

@@ -103,13 +103,15 @@ class ProcessSandbox(FolderSandbox):
         ]  # fmt: skip
         spawner, env_vars, log = self.provider.spawner, self.env(env), self.layout.log
         try:
+            recorded = self.record_started
             if native is None:  # the spawner forks its imported Python runner
-                pid = await spawner.spawn(argv, env=env_vars, log=log, ready_fd=write_fd)
-                await asyncio.to_thread(self.record_started, pid)
+                await spawner.spawn(
+                    argv, env=env_vars, log=log, ready_fd=write_fd, started=recorded
+                )
             else:  # the spawner starts the native runner through the launcher
                 argv = [str(native), "--ready-fd", str(write_fd), *argv]
                 await spawner.spawn_exec(
-                    argv, env=env_vars, log=log, pass_fds=[write_fd], started=self.record_started
+                    argv, env=env_vars, log=log, pass_fds=[write_fd], started=recorded
                 )
         except BaseException:
             os.close(read_fd)

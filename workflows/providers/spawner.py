@@ -37,12 +37,19 @@ class RunnerSpawner:
         self._lock = threading.Lock()  # one request in flight: replies carry no request id
 
     async def spawn(
-        self, argv: Sequence[str], *, env: Mapping[str, str], log: Path, ready_fd: int
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        log: Path,
+        ready_fd: int,
+        started: Callable[[int], None] | None = None,
     ) -> int:
         """Start a detached runner with these arguments (without --ready-fd, which is added)
-        and environment, appending its output to `log`; its pid."""
+        and environment, appending its output to `log`; its pid (`started`: as for
+        `spawn_exec`)."""
         request = {"argv": list(argv), "env": dict(env), "log": str(log)}
-        return await self._pid_of(request, [ready_fd])
+        return await self._pid_of(request, [ready_fd], started)
 
     async def spawn_exec(
         self,

@@ -14,7 +14,6 @@ their id even before their metadata exists, and ids are safe as folder and cgrou
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import hashlib
@@ -199,11 +198,6 @@ def write_case_files(case_dir: Path, files: Mapping[str, bytes]) -> None:
         path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         path.write_bytes(content)
         path.chmod(0o644)
-
-
-async def copy_world(source: Path, dest: Path, owner: tuple[int, int] | None = None) -> None:
-    """copy_world_blocking in a thread."""
-    await asyncio.to_thread(copy_world_blocking, source, dest, owner)
 
 
 def copy_world_blocking(source: Path, dest: Path, owner: tuple[int, int] | None = None) -> None:

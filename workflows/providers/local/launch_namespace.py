@@ -26,6 +26,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from workflows.file_systems import within
+
 log = logging.getLogger(__name__)
 
 ESCAPED = re.compile(r"\\([0-7]{3})")
@@ -34,10 +36,6 @@ ESCAPED = re.compile(r"\\([0-7]{3})")
 def mount_point(line: str) -> str:
     """The mount point of a /proc/self/mountinfo line (the kernel escapes spaces and the like)."""
     return ESCAPED.sub(lambda found: chr(int(found[1], 8)), line.split(" ", 5)[4])
-
-
-def within(path: str, folder: str) -> bool:
-    return folder == "/" or path == folder or path.startswith(f"{folder}/")
 
 
 def kept(point: str, sandbox_dir: str, keep: Sequence[str]) -> bool:

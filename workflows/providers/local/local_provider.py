@@ -477,9 +477,9 @@ class LocalProvider(SandboxProvider):
     async def make_filled(self, sandbox: LocalSandbox, size_mb: int, spec: SandboxSpec) -> None:
         """A shell and what fills it for `spec`: from a template, in one hop to a thread (each
         hop hands Python's global lock between threads twice, docs/sandbox.md)."""
-        if self.disk_templates is None:
+        if self.disk_templates is None:  # mkfs per sandbox (the benchmarks' before side)
             await self.make_shell(sandbox, size_mb, spec.limits)
-            await self.fill(sandbox, spec, meta_new=False)
+            await self.fill(sandbox, spec)
             return
         template = await self.disk_templates.template(size_mb)
         await asyncio.to_thread(self._make_filled_from, template, sandbox, spec)
@@ -538,15 +538,11 @@ class LocalProvider(SandboxProvider):
         with timed(self.timer, "create: cgroup"):
             sandbox.cgroups.create(limits)
 
-    async def fill(
-        self, sandbox: LocalSandbox, spec: SandboxSpec, *, meta_new: bool = True
-    ) -> None:
-        """What does: the world, the case files, and the metadata if it is `meta_new` (a pooled
-        shell's, which the claim gave the spec; `create` wrote the spec's with the shell)."""
-        layout, uid = sandbox.layout, sandbox.uid
-        meta = sandbox.meta if meta_new else None
+    async def fill(self, sandbox: LocalSandbox, spec: SandboxSpec) -> None:
+        """What does: the world, the case files, the metadata (a pooled shell's claim gave it
+        the spec)."""
         with timed(self.timer, "create: world, case, meta"):
-            await asyncio.to_thread(self._fill, spec, layout, (uid, uid), meta)
+            await asyncio.to_thread(self._fill, spec, sandbox.layout, sandbox.owner(), sandbox.meta)
 
     @staticmethod
     def _fill(
