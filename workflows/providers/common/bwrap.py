@@ -97,20 +97,18 @@ def write_etc(folder: Path, uid: int, gid: int) -> None:
 
 
 OWN_ETC_FILES = ("passwd", "group", "hosts")  # each sandbox's own (write_etc)
-OWN_ETC_DIR = "/evalbot/etc"  # where a sandbox with a shared /etc sees its own (links point here)
 SKIPPED_IN_SHARED_ETC = ("ssl/private",)  # host keys: sandboxes could not read them anyway
 
 
 def shared_etc(folder: Path, source: Path = Path("/etc")) -> Path:
     """One read-only /etc for the sandboxes of this host: copies of the ETC_FILES there are, and
-    passwd, group and hosts as links into OWN_ETC_DIR, where each sandbox binds its own folder of
-    them (write_etc).
+    empty files on which each sandbox binds its own passwd, group and hosts.
 
-    Bound whole, it replaces a bind per file, and the links a bind per own file. Every bind costs
-    bubblewrap a read of the mount table (docs/sandbox.md, "Start-up cost").
+    Bound whole, it replaces a bind per file. Every bind costs bubblewrap a read of the mount
+    table, which holds every sandbox disk mounted on the host (docs/sandbox.md, "Start-up cost").
     It is named by a digest of what it copies, so a host whose files changed gets a new one at
     the next worker start; older ones stay, bound into sandboxes still running."""
-    digest = hashlib.sha256(f"own files linked into {OWN_ETC_DIR}\n".encode())  # the layout
+    digest = hashlib.sha256()
     for name in ETC_FILES:
         for path in _walk(source / name, source):
             info = path.lstat()
@@ -126,7 +124,7 @@ def shared_etc(folder: Path, source: Path = Path("/etc")) -> Path:
         for name in ETC_FILES:
             _copy(source / name, partial / name, source)
         for name in OWN_ETC_FILES:
-            (partial / name).symlink_to(f"{OWN_ETC_DIR}/{name}")
+            (partial / name).touch(mode=0o644)
         partial.chmod(0o755)
         os.rename(partial, made)
     except OSError:
@@ -220,10 +218,10 @@ class BwrapCommand:
             if self.extra_etc:
                 raise ValueError("extra /etc files need a bind per file: no etc_base with them")
             args = ["--ro-bind", str(self.etc_base), "/etc", "--perms", "0755", "--dir", "/evalbot"]
-            return [*args, "--ro-bind", str(self.etc_dir), OWN_ETC_DIR]  # the links' targets
-        args = ["--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/evalbot"]
-        for name in (*ETC_FILES, *self.extra_etc):
-            args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        else:
+            args = ["--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/evalbot"]
+            for name in (*ETC_FILES, *self.extra_etc):
+                args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         for name in OWN_ETC_FILES:
             args += ["--ro-bind", str(self.etc_dir / name), f"/etc/{name}"]
         return args
