@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from alternated import Timings, children_cpu, median_table
 from results_file import write_section
 
-from workflows.providers.common.native_runner import SOURCE, built, toolchains
+from workflows.providers.common.native_runner import SOURCE, built, require_usage, toolchains
 
 WAYS = ("system compiler, glibc (dynamic)", "musl-gcc, static")
 
@@ -45,7 +45,11 @@ def programs(folder: Path) -> dict[str, Path]:
     system = [t for t in chain if "-static" not in t.flags]
     if not (musl and system):
         raise SystemExit("program_start.py needs musl-gcc (musl-tools) and a C compiler")
-    return {WAYS[0]: built(folder, SOURCE, system[0]), WAYS[1]: built(folder, SOURCE, musl[0])}
+    built_by = (system[0], musl[0])
+    return {
+        way: built(folder, SOURCE, by, require_usage)
+        for way, by in zip(WAYS, built_by, strict=True)
+    }
 
 
 def main() -> None:

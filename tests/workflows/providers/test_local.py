@@ -322,6 +322,8 @@ async def test_a_create_in_progress_is_neither_listed_nor_mounted_by_another_wor
     provider, other = local_kit.make(), local_kit.make()
     assert isinstance(provider, LocalProvider) and isinstance(other, LocalProvider)
     seen: dict[str, object] = {}
+    provider.check_host()
+    provider.native_disk = None  # the Python steps: the native ones have no stage between
 
     async def look_for_leftovers() -> None:
         (folder,) = [f for f in provider.sandbox_dir.iterdir() if "create-race" in f.name]

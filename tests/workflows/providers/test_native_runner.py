@@ -21,9 +21,11 @@ from workflows.providers.common.native_runner import (
     SOURCE,
     find_compiler,
     native_launcher,
+    native_library,
     native_runner,
 )
 from workflows.providers.local import LocalProvider
+from workflows.providers.local.native_disk import SOURCE as DISK_OPS
 from workflows.providers.process import ProcessProvider
 
 pytestmark = [
@@ -53,6 +55,14 @@ def test_the_source_compiles_without_a_warning() -> None:
     flags = ["-std=gnu11", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-fsyntax-only"]
     done = subprocess.run([compiler, *flags, str(SOURCE)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+ET_DYN = 3
+
+
+def elf_type(binary: Path) -> int:
+    """e_type of an ELF file: 2 a program (ET_EXEC), 3 a shared object or PIE (ET_DYN)."""
+    return int(struct.unpack_from("<H", binary.read_bytes(), 16)[0])
 
 
 def interpreter_of(program: Path) -> bytes | None:
@@ -150,6 +160,42 @@ def test_a_program_that_does_not_run_as_the_runner_is_not_used(
     assert os.listdir(tmp_path / "made") == []
     (warning,) = warnings_of(caplog)
     assert "did not run as built" in warning
+
+
+def test_a_library_is_built_once_by_the_system_compiler_and_loaded(tmp_path: Path) -> None:
+    """Shared libraries (local/disk_ops.c) come from the system compiler even where musl is
+    installed: a static musl object cannot be loaded into the worker's Python."""
+    made = native_library(tmp_path / "made", DISK_OPS, instead="Python does it")
+    assert made is not None and elf_type(made) == ET_DYN  # a shared object
+    assert b"libc.so.6" in made.read_bytes()  # glibc's, as the worker's Python
+    built_at = made.stat().st_mtime_ns
+    assert native_library(tmp_path / "made", DISK_OPS, instead="Python does it") == made
+    assert made.stat().st_mtime_ns == built_at and os.listdir(tmp_path / "made") == [made.name]
+
+
+def test_a_library_without_the_check_is_not_used(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Something that compiles and links but is not one of ours (no evalbot_library_check, or
+    one that answers wrong) is refused before it takes its name."""
+    for body in (
+        "int unrelated(void) { return 0; }",
+        "int evalbot_library_check(void) { return 1; }",
+    ):
+        source = tmp_path / "lib.c"
+        source.write_text(body + "\n")
+        assert native_library(tmp_path / "made", source, instead="Python does it") is None
+    assert os.listdir(tmp_path / "made") == []
+    assert len([w for w in warnings_of(caplog) if "did not load as built" in w]) == 2
+
+
+def test_no_compiler_leaves_the_library_to_python(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert native_library(tmp_path / "made", DISK_OPS, instead="Python does it") is None
+    (warning,) = warnings_of(caplog)
+    assert "Python does it" in warning and "no C compiler" in warning
 
 
 async def test_a_local_sandbox_runs_the_native_runner_as_its_pid_1_started_by_the_launcher(

@@ -19,6 +19,10 @@ the CPU (dozens of `cpuid` instructions, each a trap to the hypervisor in a virt
 runner's whole life with a `true` agent costs 0.80× the CPU built this way (benchmarks/RESULTS.md,
 "program-start"; docs/sandbox.md, "Start-up cost"). The runner and the launcher start once per
 `local` cell each. If musl cannot build one, the system compiler does, as before.
+
+A shared library (`native_library`, e.g. local/disk_ops.c) is built by the system compiler alone
+(Python loads it; a static musl object cannot be) and checked by loading it in a separate
+interpreter and calling its `evalbot_library_check`.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ import logging
 import platform
 import shutil
 import subprocess
+import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +47,8 @@ LAUNCH_SOURCE = Path(__file__).with_name("launch.c")  # the spawner's way to sta
 COMPILERS = ("cc", "gcc", "clang")
 MUSL = "musl-gcc"
 FLAGS = ("-O2", "-std=gnu11", "-Wall", "-Wextra")
+LIBRARY_FLAGS = (*FLAGS, "-shared", "-fPIC")
+LIBRARY_CHECK = 0x65766231  # what each library's evalbot_library_check returns ("evb1")
 COMPILE_TIMEOUT_S = 120
 # programs this process built, by file name (stem and digest): a provider over another folder
 # copies one instead of compiling it again (tests make hundreds of providers)
@@ -103,19 +111,38 @@ def native_launcher(folder: Path, compiler: str | None = None) -> Path | None:
     return native_program(folder, LAUNCH_SOURCE, compiler, instead=instead)
 
 
+def native_library(
+    folder: Path, source: Path, compiler: str | None = None, *, instead: str
+) -> Path | None:
+    """`source` compiled into a shared library in `folder` by the system compiler (or
+    `compiler`), checked to load (compiled if missing), or None with a warning."""
+    found = compiler or find_compiler()
+    chain = [Toolchain(found, LIBRARY_FLAGS)] if found else []
+    return first_built(folder, source, chain, instead, require_library_check)
+
+
 def native_program(
     folder: Path, source: Path, compiler: str | None = None, *, instead: str
 ) -> Path | None:
     """`source` compiled into `folder` by the first toolchain that makes a program that runs,
     named by its stem and a digest (compiled if missing), or None with a warning saying what
     happens `instead`."""
-    chain = toolchains(compiler)
+    return first_built(folder, source, toolchains(compiler), instead, require_usage)
+
+
+def first_built(
+    folder: Path,
+    source: Path,
+    chain: list[Toolchain],
+    instead: str,
+    check: Callable[[Path], None],
+) -> Path | None:
     if not chain:
         log.warning("evalbot: %s (no C compiler: cc, gcc or clang)", instead)
         return None
     for toolchain in chain:
         try:
-            return built(folder, source, toolchain)
+            return built(folder, source, toolchain, check)
         except (OSError, subprocess.SubprocessError) as error:
             said = getattr(error, "stderr", None) or b""
             reason = f"{error} {said.decode(errors='replace')[-500:]}".strip()
@@ -126,8 +153,9 @@ def native_program(
     return None
 
 
-def built(folder: Path, source: Path, toolchain: Toolchain) -> Path:
-    """`source` built by `toolchain` in `folder`, unless a program of that name is there."""
+def built(folder: Path, source: Path, toolchain: Toolchain, check: Callable[[Path], None]) -> Path:
+    """`source` built by `toolchain` in `folder`, unless a file of that name is there, and
+    `check`ed before it takes that name."""
     words = (toolchain.compiler, *toolchain.flags, f"kernel headers: {toolchain.kernel_headers}")
     named = source.read_bytes() + "\0".join(words).encode()
     target = folder / f"{source.stem}-{hashlib.sha256(named).hexdigest()[:16]}"
@@ -141,7 +169,7 @@ def built(folder: Path, source: Path, toolchain: Toolchain) -> Path:
         else:
             compile_program(toolchain, source, partial)
         partial.chmod(0o755)
-        require_usage(partial)
+        check(partial)
 
     make_in_place(target, build_into)
     BUILT[target.name] = target
@@ -168,3 +196,14 @@ def require_usage(program: Path) -> None:
     done = subprocess.run([str(program)], capture_output=True, timeout=30)
     if done.returncode != 1 or not done.stderr.startswith(b"usage: "):
         raise OSError(f"{program.name} did not run as built (exit {done.returncode})")
+
+
+def require_library_check(library: Path) -> None:
+    """Loaded by a separate interpreter (a library that crashes as it loads takes no worker with
+    it), its `evalbot_library_check` must return LIBRARY_CHECK."""
+    probe = "import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).evalbot_library_check())"
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(library)], capture_output=True, timeout=30
+    )
+    if done.returncode != 0 or done.stdout.strip() != str(LIBRARY_CHECK).encode():
+        raise OSError(f"{library.name} did not load as built (exit {done.returncode})")

@@ -9,6 +9,9 @@ root-only folder, never mounted) the first time a size is needed, and each sandb
 sparse copy of it — the ~1 MiB ext4 wrote, copied in-process with `copy_file_range` (a reflink
 where the host filesystem has them) instead of a mkfs.ext4 process per sandbox. The copy is the
 same filesystem, byte for byte, that mkfs would have made.
+
+Where the host has a C compiler, the copy and the mount, and the unmount and the deletes, are one
+native call each (native_disk.py); these functions take it as `native`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,14 @@ from pathlib import Path
 from workflows.process_owned import reap_partial, staging_path
 from workflows.providers.base import SandboxCreateError, SandboxError
 from workflows.providers.local.loop_mount import LoopConfigureUnsupported, mount_image, unmount
+from workflows.providers.local.native_disk import (
+    COPY,
+    MKDIR,
+    NO_LOOP_CONFIGURE,
+    UMOUNT,
+    DiskStepFailed,
+    NativeDisk,
+)
 from workflows.providers.local.stage_timer import StageTimer, timed
 
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
@@ -155,12 +166,13 @@ async def create_disk(
     size_mb: int,
     timer: StageTimer | None = None,
     templates: DiskTemplates | None = None,
+    native: NativeDisk | None = None,
 ) -> None:
     """A formatted disk at `image` (a template's copy, or formatted here), mounted at
     `mountpoint`."""
     if templates is not None:
         template = await templates.template(size_mb)
-        await asyncio.to_thread(create_disk_from, template, image, mountpoint, timer)
+        await asyncio.to_thread(create_disk_from, template, image, mountpoint, timer, native)
         return
     with timed(timer, "create: disk file + mkfs.ext4"):
         await format_image(image, size_mb)
@@ -168,17 +180,49 @@ async def create_disk(
 
 
 def create_disk_from(
-    template: Path, image: Path, mountpoint: Path, timer: StageTimer | None = None
+    template: Path,
+    image: Path,
+    mountpoint: Path,
+    timer: StageTimer | None = None,
+    native: NativeDisk | None = None,
 ) -> None:
     """`create_disk` from a template already made, in the calling thread."""
+    if native is not None and native.loop_configure:
+        with timed(timer, "create: disk copy + mount (native)"):
+            if _created_natively(native, template, image, mountpoint):
+                return
     with timed(timer, "create: disk from template"):
         copy_template(template, image)
     _mount_new_disk(image, mountpoint, timer)
 
 
+def _created_natively(native: NativeDisk, template: Path, image: Path, mountpoint: Path) -> bool:
+    """Whether `native` made the disk; False on a kernel without LOOP_CONFIGURE (nothing made:
+    the Python steps mount it with a process instead, from now on)."""
+    try:
+        native.create(template, image, mountpoint)
+    except DiskStepFailed as error:
+        if error.step == COPY:
+            raise SandboxCreateError(f"could not copy the sandbox disk: {error}") from None
+        if error.step == MKDIR:  # as Path.mkdir raises it (FileExistsError, ...)
+            raise OSError(error.errno, error.strerror, error.filename) from None
+        if error.errno in NO_LOOP_CONFIGURE:
+            native.loop_configure = False
+            return False
+        raise SandboxCreateError(
+            f"could not mount the sandbox disk (loop devices?): {error}"
+        ) from None
+    return True
+
+
 def _mount_new_disk(image: Path, mountpoint: Path, timer: StageTimer | None = None) -> None:
-    """Mount a new disk at a new folder `mountpoint`; on failure both are removed."""
-    mountpoint.mkdir(mode=0o755)
+    """Mount a new disk at a new folder `mountpoint`; on failure both are removed (but a folder
+    that was there already)."""
+    try:
+        mountpoint.mkdir(mode=0o755)
+    except OSError:
+        image.unlink(missing_ok=True)
+        raise
     try:
         with timed(timer, "create: mount"):
             _mount(image, mountpoint)
@@ -243,16 +287,36 @@ def boot_time() -> float:
     raise OSError("/proc/stat has no btime line")
 
 
-async def remove_disk(image: Path, mountpoint: Path, timer: StageTimer | None = None) -> None:
+async def remove_disk(
+    image: Path,
+    mountpoint: Path,
+    timer: StageTimer | None = None,
+    native: NativeDisk | None = None,
+) -> None:
     """Unmount (lazily if something still holds it) and delete, in one thread. Safe to repeat."""
-    await asyncio.to_thread(_remove_disk_now, image, mountpoint, timer)
+    await asyncio.to_thread(_remove_disk_now, image, mountpoint, timer, native)
 
 
-def _remove_disk_now(image: Path, mountpoint: Path, timer: StageTimer | None = None) -> None:
+def _remove_disk_now(
+    image: Path, mountpoint: Path, timer: StageTimer | None, native: NativeDisk | None
+) -> None:
+    if native is not None:
+        with timed(timer, "teardown: umount + rm disk (native)"):
+            _remove_natively(native, image, mountpoint)
+        return
     with timed(timer, "teardown: umount"):
         _unmount(mountpoint)
     with timed(timer, "teardown: rm disk"):
         _delete(image, mountpoint)
+
+
+def _remove_natively(native: NativeDisk, image: Path, mountpoint: Path) -> None:
+    try:
+        native.remove(image, mountpoint)
+    except DiskStepFailed as error:
+        if error.step == UMOUNT:
+            raise SandboxError(f"could not unmount the sandbox disk: {error}") from None
+        raise
 
 
 def _unmount(mountpoint: Path) -> None:

@@ -88,6 +88,7 @@ from workflows.providers.local.disk import (
     remove_disk,
 )
 from workflows.providers.local.launch_namespace import LaunchNamespace
+from workflows.providers.local.native_disk import NativeDisk, native_disk
 from workflows.providers.local.no_cgroups import NoCgroupBackend, looks_out_of_memory, rlimit_prefix
 from workflows.providers.local.slots import HOST_UID_DIR, UidSlots
 from workflows.providers.local.stage_timer import StageTimer, timed
@@ -329,7 +330,7 @@ class LocalSandbox(FolderSandbox):
                 raise SandboxError(f"sandbox {self.id}: some processes would not die")
             with timed(timer, "teardown: cgroup remove"):
                 await self.cgroups.remove()
-            await remove_disk(self.disk_image, self.layout.root, timer)
+            await remove_disk(self.disk_image, self.layout.root, timer, self.provider.native_disk)
         except OSError as error:
             raise SandboxError(f"could not terminate sandbox {self.id}: {error.strerror}") from None
         with timed(timer, "teardown: uid release"):
@@ -388,6 +389,7 @@ class LocalProvider(SandboxProvider):
         self.native = native
         self.runner = RUNNER  # native or compiled once the host is checked (native_runner.py)
         self.etc_base: Path | None = None  # the shared /etc, once the host is checked
+        self.native_disk: NativeDisk | None = None  # disk_ops.c, once the host is checked
         self.timer: StageTimer | None = None  # per-stage durations, for benchmarks only
         self.pool: WarmPool[LocalSandbox] | None = None
         if warm_pool_size > 0:
@@ -435,6 +437,7 @@ class LocalProvider(SandboxProvider):
         native = native_runner(runners) if self.native else None
         self.runner = native or compiled_runner(runners, SANDBOX_PYTHON)
         self.spawner.launcher = native_launcher(runners) if self.native else None
+        self.native_disk = native_disk(runners) if self.native else None
         if self.spawner.launcher is not None:
             keep = [*host_folders(), self.images.image_dir]
             self.launch_namespace = LaunchNamespace(self.spawner.launcher, self.sandbox_dir, keep)
@@ -522,7 +525,8 @@ class LocalProvider(SandboxProvider):
     def _make_shell_from(
         self, template: Path, sandbox: LocalSandbox, limits: ResourceLimits
     ) -> None:
-        create_disk_from(template, sandbox.disk_image, sandbox.layout.root, self.timer)
+        root, native = sandbox.layout.root, self.native_disk
+        create_disk_from(template, sandbox.disk_image, root, self.timer, native)
         self._furnish(sandbox, limits)
 
     def _furnish(self, sandbox: LocalSandbox, limits: ResourceLimits) -> None:
@@ -607,7 +611,8 @@ class LocalProvider(SandboxProvider):
         cgroups = self.backend.group(f"evalbot/{sandbox_id}", uid)
         await cgroups.kill_all()  # both do nothing for groups that are not there
         await cgroups.remove()
-        await remove_disk(self.disk_dir / f"{sandbox_id}.ext4", self.sandbox_dir / sandbox_id)
+        image, mountpoint = self.disk_dir / f"{sandbox_id}.ext4", self.sandbox_dir / sandbox_id
+        await remove_disk(image, mountpoint, native=self.native_disk)
         await asyncio.to_thread(self.slots.release_owner, sandbox_id)
 
     async def attach(self, sandbox_id: str) -> LocalSandbox:
