@@ -25,6 +25,7 @@ enum step { STEP_COPY = 1, STEP_MKDIR, STEP_LOOP, STEP_MOUNT, STEP_UMOUNT, STEP_
 #ifndef EVALBOT_LOOP_CONFIGURE /* a test builds it with a number the loop driver does not know */
 #define EVALBOT_LOOP_CONFIGURE LOOP_CONFIGURE
 #endif
+#define LOOP_PATH_BYTES 32
 #define LOOP_ATTEMPTS 20 /* another process may take the free device between asking and binding */
 
 /* Loaded and called once by the build's check (native_runner.py): the library is this one. */
@@ -73,9 +74,9 @@ static int sparse_copy(const char *source, const char *target) {
     return error;
 }
 
-/* An open loop device bound to `image_fd` (autoclear), or -1 with errno set; `image` names it
- * (its last bytes, as loop_mount.py does). */
-static int attach_loop(int image_fd, const char *image) {
+/* An open loop device bound to `image_fd` (autoclear), its path in `path`, or -1 with errno set;
+ * `image` names it (its last bytes, as loop_mount.py does). */
+static int attach_loop(int image_fd, const char *image, char path[LOOP_PATH_BYTES]) {
     int control = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
     if (control < 0) return -1;
     int device = -1, error = EBUSY;
@@ -85,8 +86,7 @@ static int attach_loop(int image_fd, const char *image) {
             error = errno;
             break;
         }
-        char path[32];
-        snprintf(path, sizeof path, "/dev/loop%d", number);
+        snprintf(path, LOOP_PATH_BYTES, "/dev/loop%d", number);
         device = open(path, O_RDWR | O_CLOEXEC);
         if (device < 0) {
             error = errno;
@@ -112,21 +112,13 @@ static int attach_loop(int image_fd, const char *image) {
 static int mount_loop(const char *image, const char *mountpoint, int *step) {
     int image_fd = open(image, O_RDWR | O_CLOEXEC);
     if (image_fd < 0) return *step = STEP_LOOP, errno;
-    int device = attach_loop(image_fd, image), error = 0;
+    char path[LOOP_PATH_BYTES];
+    int device = attach_loop(image_fd, image, path), error = 0;
     if (device < 0) {
         *step = STEP_LOOP, error = errno;
     } else {
-        char path[32];
-        snprintf(path, sizeof path, "/proc/self/fd/%d", device);
-        char name[64];
-        ssize_t length = readlink(path, name, sizeof name - 1);
-        if (length < 0) {
-            *step = STEP_LOOP, error = errno;
-        } else {
-            name[length] = '\0';
-            if (mount(name, mountpoint, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, NULL) < 0)
-                *step = STEP_MOUNT, error = errno;
-        }
+        if (mount(path, mountpoint, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, NULL) < 0)
+            *step = STEP_MOUNT, error = errno;
         close(device); /* autoclear: the device goes with the mount (or now, if none) */
     }
     close(image_fd);
