@@ -13,7 +13,7 @@ import pytest
 from tests.support.dead_process import dead_process_id
 from tests.support.mounts import mounts
 from workflows.process_owned import this_process
-from workflows.providers.base import SandboxCreateError
+from workflows.providers.base import SandboxCreateError, SandboxError
 from workflows.providers.common.native_runner import (
     LIBRARY_FLAGS,
     Toolchain,
@@ -205,3 +205,14 @@ def test_a_template_half_made_by_a_dead_worker_is_removed_at_the_next_start(
     assert sorted(p.name for p in templates.folder.iterdir()) == sorted(
         [templates.path(16).name, in_progress.name]
     )
+
+
+async def test_a_native_remove_that_cannot_unmount_says_so(
+    tmp_path: Path, libraries: dict[str, Path]
+) -> None:
+    """umount2 failing for a reason other than "not mounted" (here ENOTDIR: the folder's parent
+    is a file) is the unmount's failure, not a missing folder to skip."""
+    (tmp_path / "file").write_text("")
+    native = NativeDisk(libraries["loop_configure"])
+    with pytest.raises(SandboxError, match="could not unmount the sandbox disk"):
+        await remove_disk(tmp_path / "disk.ext4", tmp_path / "file" / "root", native=native)

@@ -26,15 +26,13 @@ from pathlib import Path
 
 from workflows.process_owned import reap_partial, staging_path
 from workflows.providers.base import SandboxCreateError, SandboxError
-from workflows.providers.local.loop_mount import LoopConfigureUnsupported, mount_image, unmount
-from workflows.providers.local.native_disk import (
-    COPY,
-    MKDIR,
+from workflows.providers.local.loop_mount import (
     NO_LOOP_CONFIGURE,
-    UMOUNT,
-    DiskStepFailed,
-    NativeDisk,
+    LoopConfigureUnsupported,
+    mount_image,
+    unmount,
 )
+from workflows.providers.local.native_disk import COPY, MKDIR, UMOUNT, DiskStepFailed, NativeDisk
 from workflows.providers.local.stage_timer import StageTimer, timed
 
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"

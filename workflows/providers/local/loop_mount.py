@@ -28,6 +28,7 @@ NAME_BYTES = 64
 # struct loop_config: fd, block_size, struct loop_info64 (232 bytes), 8 reserved u64
 LOOP_INFO64 = struct.Struct("=QQQQQIIII64s64s32sQQ")
 ATTEMPTS = 20  # another process may take the free device between asking and binding
+NO_LOOP_CONFIGURE = (errno.EINVAL, errno.ENOTTY)  # how a kernel before 5.8 refuses it
 
 
 class LoopConfigureUnsupported(OSError):
@@ -65,7 +66,7 @@ def attach_loop(image: Path) -> int:
                     return device
                 except OSError as error:
                     os.close(device)
-                    if error.errno in (errno.EINVAL, errno.ENOTTY):
+                    if error.errno in NO_LOOP_CONFIGURE:
                         raise LoopConfigureUnsupported(error.errno, str(error)) from None
                     if error.errno != errno.EBUSY:
                         raise

@@ -10,7 +10,6 @@ go of it once.
 from __future__ import annotations
 
 import ctypes
-import errno
 import os
 from pathlib import Path
 
@@ -19,7 +18,6 @@ from workflows.providers.common.native_runner import native_library
 SOURCE = Path(__file__).with_name("disk_ops.c")
 # the steps of disk_ops.c's `enum step`, by number
 COPY, MKDIR, LOOP, MOUNT, UMOUNT, RMDIR, UNLINK = range(1, 8)
-NO_LOOP_CONFIGURE = (errno.EINVAL, errno.ENOTTY)  # Linux < 5.8
 
 
 class DiskStepFailed(OSError):
