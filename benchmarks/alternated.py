@@ -26,7 +26,8 @@ def children_cpu() -> float:
 
 
 def median_table(what: str, per: str, timings: Timings, tries: int, decimals: int) -> list[str]:
-    """`what`: the first column's title; `per`: one try, in words ("start", "copy")."""
+    """`what`: the first column's title; `per`: one try, in words ("start", "copy"). Each side
+    after the first is also given as a ratio of the first."""
     lines = [
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · {host()} · commit {commit()} "
         f"· {load()} · {tries} tries of each, alternating",
@@ -39,10 +40,10 @@ def median_table(what: str, per: str, timings: Timings, tries: int, decimals: in
         wall_ms, cpu_ms = 1000 * statistics.median(walls), 1000 * statistics.median(cpus)
         medians.append((name, wall_ms, cpu_ms))
         lines.append(f"| {name} | {wall_ms:.{decimals}f} ms | {cpu_ms:.{decimals}f} ms |")
-    (first, first_wall, first_cpu), (second, second_wall, second_cpu) = medians
+    (first, first_wall, first_cpu), *others = medians
+    lines.append("")
     lines += [
-        "",
-        f"{second} ÷ {first}: wall {second_wall / first_wall:.2f}, "
-        f"CPU {second_cpu / first_cpu:.2f}.",
+        f"{name} ÷ {first}: wall {wall / first_wall:.2f}, CPU {cpu / first_cpu:.2f}."
+        for name, wall, cpu in others
     ]
     return lines

@@ -4,12 +4,14 @@ cells would save it (docs/sandbox.md, "Start-up cost").
 Each cell of the `local` provider gets a disk of its own: a sparse copy of a formatted template,
 bound to a loop device and mounted (create), then unmounted and deleted (teardown). This script
 times that cycle with the product's functions (DiskTemplates.copy and create_disk, remove_disk),
-against what a provider that kept one mounted disk per slot would do instead: remove every entry
-the last cell left. Both ways then make the same few files (a world with one document, /out), so
-both pay for them. Cycles alternate so both see the same load; the script prints the median wall
-and CPU time of each (this process, where the mount and unmount system calls run, and its
-children), with `--extra-mounts` (default 128, a worker's cells in flight) more disks in the
-mount table, as a worker has while it works.
+both ways the provider makes it — by Python's system calls, and by one call each into the native
+library (disk_ops.c, built here by the system compiler; without one its row is left out and a
+line says so) — against what a provider that kept one mounted disk per slot would do instead:
+remove every entry the last cell left. Every way then makes the same few files (a world with one
+document, /out), so each pays for them. Cycles alternate so every way sees the same load; the
+script prints the median wall and CPU time of each (this process, where the mount and unmount
+system calls run, and its children), with `--extra-mounts` (default 128, a worker's cells in
+flight) more disks in the mount table, as a worker has while it works.
 
 It also says whether this kernel gives ext4 project quotas (`mount -o prjquota` of a disk
 formatted with `-O quota,project`): the way to cap a sandbox folder's size without a disk of its
@@ -38,9 +40,11 @@ from isolation_cost import extra_disks, mount_count
 from results_file import write_section
 
 from workflows.providers.local.disk import DiskTemplates, create_disk, remove_disk
+from workflows.providers.local.native_disk import NativeDisk, native_disk
 
 DISK_MB = 64
 OWN = "a disk of its own"  # template copy, loop device, mount; unmount, delete
+OWN_NATIVE = "a disk of its own, native"  # the same, one call each into disk_ops.c
 KEPT = "one kept disk, emptied"  # every entry the cell left removed
 Cycle = Callable[[int], Awaitable[None]]
 
@@ -60,16 +64,20 @@ def empty(root: Path) -> None:
 
 
 class Ways:
-    def __init__(self, scratch: Path) -> None:
+    def __init__(self, scratch: Path, native: NativeDisk | None) -> None:
         self.scratch = scratch
         self.templates = DiskTemplates(scratch / "templates")
         self.kept = scratch / "kept"
+        self.native = native
 
-    async def own_disk(self, index: int) -> None:
+    async def own_disk(self, index: int, native: NativeDisk | None = None) -> None:
         image, mountpoint = self.scratch / f"{index}.ext4", self.scratch / f"own-{index}"
-        await create_disk(image, mountpoint, DISK_MB, templates=self.templates)
+        await create_disk(image, mountpoint, DISK_MB, templates=self.templates, native=native)
         fill(mountpoint)
-        await remove_disk(image, mountpoint)
+        await remove_disk(image, mountpoint, native=native)
+
+    async def own_native_disk(self, index: int) -> None:
+        await self.own_disk(index, self.native)
 
     async def kept_disk(self, index: int) -> None:
         fill(self.kept)
@@ -83,16 +91,16 @@ class Ways:
         await remove_disk(self.scratch / "kept.ext4", self.kept)
 
 
-async def measure(cycles: int, scratch: Path) -> tuple[Timings, int]:
+async def measure(cycles: int, scratch: Path, native: NativeDisk | None) -> tuple[Timings, int]:
     """The timings, and how many mounts the table held while the cycles ran (a cell's own disk
     aside)."""
     timings: Timings = {}
-    async with Ways(scratch) as ways:
+    async with Ways(scratch, native) as ways:
         table = mount_count()
-        sides: dict[str, Cycle] = {
-            OWN: ways.own_disk,
-            KEPT: ways.kept_disk,
-        }
+        sides: dict[str, Cycle] = {OWN: ways.own_disk}
+        if native is not None:
+            sides[OWN_NATIVE] = ways.own_native_disk
+        sides[KEPT] = ways.kept_disk
         await ways.own_disk(-1)  # the template is formatted once, outside the figures
         for index in range(cycles):
             for name, cycle in sides.items():
@@ -140,10 +148,13 @@ def run(cycles: int, extra_mounts: int) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="disk-cost-") as folder:
         scratch = Path(folder)
         (scratch / "extra").mkdir()
+        native = native_disk(scratch / "native")
         with extra_disks(scratch / "extra", extra_mounts):
-            timings, table = asyncio.run(measure(cycles, scratch))
+            timings, table = asyncio.run(measure(cycles, scratch, native))
         quotas = project_quotas(scratch)
     lines = median_table("per cell", "cycle", timings, cycles, decimals=2)
+    if native is None:
+        lines += ["", "The native disk library could not be built here (no C compiler): no row."]
     return [*lines, "", f"Mount table while measuring: {table} entries.", "", quotas]
 
 

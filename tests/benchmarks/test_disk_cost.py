@@ -1,5 +1,6 @@
-"""benchmarks/disk_cost.py: a short real run times both ways with the larger mount table and
-leaves nothing mounted.
+"""benchmarks/disk_cost.py: a short real run times the three ways (a disk of its own by Python's
+system calls and by the native library where a C compiler is found, a kept disk) with the larger
+mount table and leaves nothing mounted.
 
 Broken builds caught: a kept disk that is not emptied between cells (the next cell's files
 already exist and the run stops); extra disks that never reach the mount table (the table line
@@ -35,11 +36,17 @@ def disk_cost(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 def test_a_short_run_times_both_ways_and_leaves_nothing_mounted(disk_cost: ModuleType) -> None:
     before = disk_cost.mount_count()
     text = "\n".join(disk_cost.run(cycles=3, extra_mounts=2))
-    for way in (disk_cost.OWN, disk_cost.KEPT):
+    ways = [disk_cost.OWN, disk_cost.OWN_NATIVE, disk_cost.KEPT]
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        ways.remove(disk_cost.OWN_NATIVE)
+        assert "could not be built here" in text
+    for way in ways:
         row = re.search(rf"^\| {way} \| ([\d.]+) ms \| ([\d.]+) ms \|$", text, re.MULTILINE)
         assert row is not None, text
         assert float(row[1]) > 0 and float(row[2]) > 0
     # the two extra disks and the kept disk were in the table while the cycles ran
     assert f"Mount table while measuring: {before + 3} entries." in text
     assert "ext4 project quotas: " in text
+    for way in ways[1:]:  # each other way as a ratio of the first
+        assert re.search(rf"^{way} ÷ {disk_cost.OWN}: wall [\d.]+, CPU [\d.]+\.$", text, re.M), text
     assert disk_cost.mount_count() == before
