@@ -5,13 +5,13 @@ Each cell of the `local` provider gets a disk of its own: a sparse copy of a for
 bound to a loop device and mounted (create), then unmounted and deleted (teardown). This script
 times that cycle with the product's functions (DiskTemplates.copy and create_disk, remove_disk),
 both ways the provider makes it — by Python's system calls, and by one call each into the native
-library (disk_ops.c, built here by the system compiler; without one its row is left out and a
-line says so) — against what a provider that kept one mounted disk per slot would do instead:
-remove every entry the last cell left. Every way then makes the same few files (a world with one
-document, /out), so each pays for them. Cycles alternate so every way sees the same load; the
-script prints the median wall and CPU time of each (this process, where the mount and unmount
-system calls run, and its children), with `--extra-mounts` (default 128, a worker's cells in
-flight) more disks in the mount table, as a worker has while it works.
+library (disk_ops.c, built here by the system compiler, as `evalbot doctor` reports; without it its
+row is left out and a line says so) — against what a provider that kept one mounted disk per slot
+would do instead: remove every entry the last cell left. Every way then makes the same few files (a
+world with one document, /out), so each pays for them. Cycles alternate so every way sees the same
+load; the script prints the median wall and CPU time of each (this process, where the mount and
+unmount system calls run, and its children), with `--extra-mounts` (default 128, a worker's cells
+in flight) more disks in the mount table, as a worker has while it works.
 
 It also says whether this kernel gives ext4 project quotas (`mount -o prjquota` of a disk
 formatted with `-O quota,project`): the way to cap a sandbox folder's size without a disk of its
@@ -154,7 +154,7 @@ def run(cycles: int, extra_mounts: int) -> list[str]:
         quotas = project_quotas(scratch)
     lines = median_table("per cell", "cycle", timings, cycles, decimals=2)
     if native is None:
-        lines += ["", "The native disk library could not be built here (no C compiler): no row."]
+        lines += ["", "The native disk library is not available here (see the log): no row."]
     return [*lines, "", f"Mount table while measuring: {table} entries.", "", quotas]
 
 

@@ -18,6 +18,10 @@ from types import ModuleType
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+needs_loop_mounts = pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/dev/loop-control").exists() or not shutil.which("mkfs.ext4"),
+    reason="needs root, loop devices and e2fsprogs",
+)
 
 
 @pytest.fixture
@@ -29,17 +33,14 @@ def disk_cost(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 
 @pytest.mark.serial  # counts the host's whole mount table: no other test may mount meanwhile
-@pytest.mark.skipif(
-    os.geteuid() != 0 or not Path("/dev/loop-control").exists() or not shutil.which("mkfs.ext4"),
-    reason="needs root, loop devices and e2fsprogs",
-)
-def test_a_short_run_times_both_ways_and_leaves_nothing_mounted(disk_cost: ModuleType) -> None:
+@needs_loop_mounts
+def test_a_short_run_times_every_way_and_leaves_nothing_mounted(disk_cost: ModuleType) -> None:
     before = disk_cost.mount_count()
     text = "\n".join(disk_cost.run(cycles=3, extra_mounts=2))
     ways = [disk_cost.OWN, disk_cost.OWN_NATIVE, disk_cost.KEPT]
     if not (shutil.which("cc") or shutil.which("gcc")):
         ways.remove(disk_cost.OWN_NATIVE)
-        assert "could not be built here" in text
+        assert "native disk library is not available here" in text
     for way in ways:
         row = re.search(rf"^\| {way} \| ([\d.]+) ms \| ([\d.]+) ms \|$", text, re.MULTILINE)
         assert row is not None, text
@@ -50,3 +51,15 @@ def test_a_short_run_times_both_ways_and_leaves_nothing_mounted(disk_cost: Modul
     for way in ways[1:]:  # each other way as a ratio of the first
         assert re.search(rf"^{way} ÷ {disk_cost.OWN}: wall [\d.]+, CPU [\d.]+\.$", text, re.M), text
     assert disk_cost.mount_count() == before
+
+
+@pytest.mark.serial  # mounts disks: see above
+@needs_loop_mounts
+def test_without_the_native_library_its_row_is_left_out_and_said_so(
+    disk_cost: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(disk_cost, "native_disk", lambda folder: None)  # a host without a compiler
+    text = "\n".join(disk_cost.run(cycles=2, extra_mounts=0))
+    assert f"| {disk_cost.OWN} |" in text and f"| {disk_cost.KEPT} |" in text
+    assert disk_cost.OWN_NATIVE not in text
+    assert "The native disk library is not available here" in text

@@ -27,6 +27,7 @@ GROUP_FILES = {
     "pids.max": "max\n",
     "pids.events": "max 0\n",
     "cpu.max": "max 100000\n",
+    "cpu.weight": "100\n",
     "cpu.stat": "usage_usec 0\nuser_usec 0\nsystem_usec 0\n",
 }
 

@@ -104,6 +104,32 @@ def test_prepare_moves_our_processes_to_a_leaf_then_enables_the_controllers(
     assert read(base / SUPERVISOR_LEAF / "cgroup.procs") == ""
 
 
+def test_prepare_gives_the_sandboxes_parent_a_low_cpu_weight_every_time(tmp_path: Path) -> None:
+    base = make_unified_mount(tmp_path / "cg", OWN)
+    backend = V2Backend(tmp_path / "cg", OWN)
+    backend.prepare()
+    assert read(base / "evalbot" / "cpu.weight") == "11"  # nice 10's weight; 100 is nice 0
+    (base / "evalbot" / "cpu.weight").write_text("100\n")  # prepared by an older worker
+    backend.prepare()
+    assert read(base / "evalbot" / "cpu.weight") == "11"
+
+
+def test_v1_prepare_gives_the_sandboxes_parent_a_low_cpu_weight(tmp_path: Path) -> None:
+    (tmp_path / "cpu").mkdir()
+    V1Backend(tmp_path).prepare()
+    assert read(tmp_path / "cpu" / "evalbot" / "cpu.shares") == "110"  # nice 10; nice 0 is 1024
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or V1Backend().problem() is not None, reason="needs writable cgroup v1"
+)
+def test_the_real_v1_kernel_takes_the_sandboxes_weight() -> None:
+    V1Backend().prepare()
+    cpu = V1Backend().root / "cpu"
+    assert read(cpu / "evalbot" / "cpu.shares").strip() == "110"
+    assert int(read(cpu / "cpu.shares")) > 110  # the worker's group weighs more
+
+
 def test_prepare_in_the_root_group_moves_nothing(tmp_path: Path) -> None:
     """The root group is exempt from the rule (it has no cgroup.type)."""
     root = make_unified_mount(tmp_path / "cg", "/")

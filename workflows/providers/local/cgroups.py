@@ -28,6 +28,9 @@ from workflows.providers.common import small_files
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("pids", "memory", "cpu", "cpuacct", "freezer")
 CFS_PERIOD_US = 100_000
+# The sandboxes' parent group weighs what one process at nice 10 does (nice 0 is 1024), so the
+# worker and the Temporal server run first when the cores are contended (docs/sandbox.md).
+SANDBOXES_CPU_SHARES = 110
 
 
 @dataclass(frozen=True)
@@ -171,7 +174,11 @@ class V1Backend:
         return cgroups_available(self.root)
 
     def prepare(self) -> None:
-        """Nothing to set up: every v1 hierarchy is ours to write as root."""
+        """The sandboxes' parent group in the cpu hierarchy, with its low weight (idempotent;
+        every worker calls it). The other hierarchies need nothing: they are ours as root."""
+        top = self.root / "cpu" / "evalbot"
+        top.mkdir(exist_ok=True)
+        small_files.write_text(f"{top}/cpu.shares", str(SANDBOXES_CPU_SHARES))
 
     def group(self, name: str, uid: int | None = None) -> CgroupSet:
         return CgroupSet(name, self.root)

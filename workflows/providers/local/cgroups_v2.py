@@ -37,11 +37,18 @@ from pathlib import Path
 
 from workflows.providers.base import ResourceLimits
 from workflows.providers.common import small_files
-from workflows.providers.local.cgroups import CFS_PERIOD_US, CgroupUsage, read_int, read_keyed
+from workflows.providers.local.cgroups import (
+    CFS_PERIOD_US,
+    SANDBOXES_CPU_SHARES,
+    CgroupUsage,
+    read_int,
+    read_keyed,
+)
 
 V2_CONTROLLERS = ("memory", "pids", "cpu")
 SUPERVISOR_LEAF = "evalbot-supervisor"  # where the processes of the delegated cgroup move to
 TOP = "evalbot"  # the parent of the sandbox groups, in the delegated cgroup
+SANDBOXES_CPU_WEIGHT = round(SANDBOXES_CPU_SHARES * 100 / 1024)  # v2's scale: nice 0 is 100
 
 
 def is_unified(root: Path) -> bool:
@@ -222,10 +229,14 @@ class V2Backend:
         return False
 
     def prepare(self) -> None:
-        """Enable the controllers for the sandboxes' groups (idempotent; every worker calls it)."""
+        """Enable the controllers for the sandboxes' groups and give their parent its low CPU
+        weight (cgroups.py, SANDBOXES_CPU_SHARES); idempotent: every worker calls it."""
         top = self.base / TOP
-        if set(V2_CONTROLLERS) <= _tokens(top / "cgroup.subtree_control"):
-            return
+        if not set(V2_CONTROLLERS) <= _tokens(top / "cgroup.subtree_control"):
+            self._enable_controllers(top)
+        small_files.write_text(f"{top}/cpu.weight", str(SANDBOXES_CPU_WEIGHT))
+
+    def _enable_controllers(self, top: Path) -> None:
         enable = " ".join(f"+{name}" for name in V2_CONTROLLERS)
         for attempt in range(5):
             self._leave_base()
