@@ -1,7 +1,8 @@
 """cgroup v1 for one sandbox: limits, accounting, and killing everything inside (the `v1` backend
 of cgroup_backend.py; cgroups_v2.py is the unified hierarchy, no_cgroups.py the rlimit fallback).
 
-One group named `evalbot/<sandbox id>` in each controller:
+One group named `evalbot/<sandbox id>` in each controller, and `evalbot/cpu.shares` at 110 for all
+of them together (one nice-10 process's weight; SANDBOXES_CPU_SHARES):
 
     pids     pids.max                       the fork-bomb defence (RLIMIT_NPROC is not enforced
                                             for root, and every sandbox uid is fresh anyway)

@@ -12,6 +12,7 @@ that cgroup into a leaf of it (`evalbot-supervisor`), then enables the controlle
     <base>/cgroup.subtree_control            +memory +pids +cpu
     <base>/evalbot-supervisor/cgroup.procs   this process (and whatever else lived in <base>)
     <base>/evalbot/cgroup.subtree_control    +memory +pids +cpu
+    <base>/evalbot/cpu.weight                11: all sandboxes weigh one nice-10 process
     <base>/evalbot/<sandbox id>/             one group per sandbox:
 
     memory.max          limits.memory_mb         the OOM killer acts inside the group only
