@@ -128,7 +128,7 @@ def native_runner(
     call each); without it Python makes the same system calls."""
     static, found = musl(), compiler()
     library = (
-        f"{found} the disk library"
+        f"{found} builds the disk library"
         if found
         else "no system compiler for the disk library (disk_ops.c): Python makes its system calls"
     )

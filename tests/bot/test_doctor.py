@@ -89,7 +89,7 @@ def test_a_host_without_a_c_compiler_gets_a_warning_with_the_package_to_install(
     assert found.status == "ok" and "/usr/bin/cc" in found.detail and "musl-tools" in found.detail
     static = native_runner(lambda: "/usr/bin/cc", lambda: "/usr/bin/musl-gcc")
     assert static.status == "ok" and "/usr/bin/musl-gcc" in static.detail
-    assert "static" in static.detail and "/usr/bin/cc the disk library" in static.detail
+    assert "static" in static.detail and "/usr/bin/cc builds the disk library" in static.detail
     musl_only = native_runner(lambda: None, lambda: "/usr/bin/musl-gcc")
     assert (
         musl_only.status == "ok" and "no system compiler for the disk library" in musl_only.detail

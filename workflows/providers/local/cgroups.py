@@ -29,6 +29,7 @@ from workflows.providers.common import small_files
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("pids", "memory", "cpu", "cpuacct", "freezer")
 CFS_PERIOD_US = 100_000
+TOP = "evalbot"  # the parent of the sandbox groups
 # The sandboxes' parent group weighs what one process at nice 10 does (nice 0 is 1024), so the
 # worker and the Temporal server run first when the cores are contended (docs/sandbox.md).
 SANDBOXES_CPU_SHARES = 110
@@ -177,7 +178,7 @@ class V1Backend:
     def prepare(self) -> None:
         """The sandboxes' parent group in the cpu hierarchy, with its low weight (idempotent;
         every worker calls it). The other hierarchies need nothing: they are ours as root."""
-        top = self.root / "cpu" / "evalbot"
+        top = self.root / "cpu" / TOP
         top.mkdir(exist_ok=True)
         small_files.write_text(f"{top}/cpu.shares", str(SANDBOXES_CPU_SHARES))
 

@@ -41,6 +41,7 @@ from workflows.providers.common import small_files
 from workflows.providers.local.cgroups import (
     CFS_PERIOD_US,
     SANDBOXES_CPU_SHARES,
+    TOP,
     CgroupUsage,
     read_int,
     read_keyed,
@@ -48,7 +49,6 @@ from workflows.providers.local.cgroups import (
 
 V2_CONTROLLERS = ("memory", "pids", "cpu")
 SUPERVISOR_LEAF = "evalbot-supervisor"  # where the processes of the delegated cgroup move to
-TOP = "evalbot"  # the parent of the sandbox groups, in the delegated cgroup
 SANDBOXES_CPU_WEIGHT = round(SANDBOXES_CPU_SHARES * 100 / 1024)  # v2's scale: nice 0 is 100
 
 
