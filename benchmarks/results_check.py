@@ -255,7 +255,8 @@ PEERS_ROWS: dict[str, Callable[[str], bool]] = {  # peers.py's row names
 
 
 def peers_summary(readings: list[PeersReading]) -> str:
-    """One row per peers.py section and the reading closest to each of issue 24's goals."""
+    """One row per peers.py section, and for each of issue 24's goals how many readings meet it
+    and its lowest and highest reading."""
 
     def cell(value: float | None, unit: str = "") -> str:
         return "—" if value is None else f"{value:.{1 if unit else 2}f}{unit}"
@@ -281,7 +282,7 @@ def peers_summary(readings: list[PeersReading]) -> str:
 
 
 def peers_goal_lines(readings: list[PeersReading]) -> list[str]:
-    """The best reading of each goal, and in how many readings it is met."""
+    """In how many readings each goal is met, and its lowest and highest reading."""
     durable = [
         (ratio, f"{r.name}, {label}")
         for r in readings
@@ -295,18 +296,25 @@ def peers_goal_lines(readings: list[PeersReading]) -> list[str]:
     ]
     lines = []
     if durable:
-        best, where = min(durable)
+        (best, best_at), (worst, worst_at) = min(durable), max(durable)
         met = sum(ratio <= 1.0 for ratio, _ in durable)
         lines.append(
             f"- `process` ÷ Inspect local (goal ≤ 1.00): met in {met} of {len(durable)} rows "
-            f"(one worker and per core); closest {best:.2f} ({where})"
+            f"(one worker and per core); lowest {best:.2f} ({best_at}), highest {worst:.2f} "
+            f"({worst_at})"
         )
     if isolated:
-        best_ratio, best_wall, where = min(isolated)
         met = sum(ratio <= 1.35 and wall <= 55 for ratio, wall, _ in isolated)
+        ends = [
+            f"{word} {ratio:.2f} ({where}, `local` {wall:.1f} s)"
+            for word, (ratio, wall, where) in (
+                ("lowest", min(isolated)),
+                ("highest", max(isolated)),
+            )
+        ]
         lines.append(
             f"- `local` ÷ `process` (goal ≤ 1.35 and ≤ 55 s): met in {met} of {len(isolated)} "
-            f"runs; closest {best_ratio:.2f} ({where}, `local` {best_wall:.1f} s)"
+            f"runs; {', '.join(ends)}"
         )
     return lines
 
