@@ -93,7 +93,15 @@ def without_binds(argv: Sequence[str], dests: Sequence[str]) -> Argv:
 def without_tmp(argv: Sequence[str]) -> Argv:
     """`argv` without its `/tmp` tmpfs and the `--perms`/`--size` given with it."""
     at = next(i for i in range(len(argv) - 1) if argv[i : i + 2] == ["--tmpfs", "/tmp"])
+    if [argv[at - 4], argv[at - 2]] != ["--perms", "--size"]:
+        raise ValueError(f"not the /tmp of BwrapCommand.argv: {argv[at - 4 : at + 2]}")
     return [*argv[: at - 4], *argv[at + 2 :]]
+
+
+def with_value(argv: Sequence[str], option: str, value: str) -> Argv:
+    """`argv` with the first `option` given `value` instead of its own."""
+    at = argv.index(option)
+    return [*argv[: at + 1], value, *argv[at + 2 :]]
 
 
 def variants(full: Argv) -> dict[str, Argv]:
@@ -114,13 +122,9 @@ def variants(full: Argv) -> dict[str, Argv]:
         "… without `--dev /dev`": without(full, "--dev", 1),
         "… without `--proc /proc`": without(full, "--proc", 1),
         "… without the `/tmp` tmpfs": without_tmp(full),
-        "… without /repo, /world, /case, /out": [
-            *without(without_binds(full, sandbox_dirs), "--chdir", 1)[:-2],
-            "--chdir",
-            "/",
-            "--",
-            TRUE,
-        ],
+        "… without /repo, /world, /case, /out": with_value(
+            without_binds(full, sandbox_dirs), "--chdir", "/"
+        ),
         "… without the seccomp filter": without(full, "--seccomp", 1),
         "bubblewrap binding only `/`": ["bwrap", "--ro-bind", "/", "/", TRUE],
         "bubblewrap printing its version": ["bwrap", "--version"],
@@ -149,7 +153,8 @@ def measure(sandbox: Sandbox, blocks: int, per_block: int) -> Rows:
     filter_fd = seccomp_memfd()
     command = sandbox.sandbox.bwrap(as_pid_1=True, seccomp_fd=filter_fd, drops_itself=True)
     rows = variants(command.argv([TRUE]))
-    if filter_fd is None:
+    if filter_fd is None:  # no filter for this architecture: no row without it
+        del rows["… without the seccomp filter"]
         rows = {name: without(argv, "--seccomp", 1) for name, argv in rows.items()}
     timings: Rows = {name: [] for name in rows}
     try:

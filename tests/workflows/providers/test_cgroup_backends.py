@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -128,6 +130,42 @@ def test_the_real_v1_kernel_takes_the_sandboxes_weight() -> None:
     cpu = V1Backend().root / "cpu"
     assert read(cpu / "evalbot" / "cpu.shares").strip() == "110"
     assert int(read(cpu / "cpu.shares")) > 110  # the worker's group weighs more
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or V1Backend().problem() is not None, reason="needs writable cgroup v1"
+)
+def test_on_a_contended_core_the_worker_runs_before_the_sandboxes() -> None:
+    """Why the weight is there: two busy loops on one core, one in the worker's group (this
+    process's, which it inherits) and one under `evalbot/`, where sandboxes are made. The kernel
+    gives the second about 110/1024 of the first's time; without the weight (1024, the kernel's
+    default) they would share the core evenly."""
+    V1Backend().prepare()
+    cpu = V1Backend().root / "cpu"
+    group = cpu / "evalbot" / f"weight-test-{secrets.token_hex(4)}"
+    group.mkdir()
+    loops = [subprocess.Popen(["/bin/sh", "-c", "while :; do :; done"]) for _ in range(2)]
+    try:
+        worker_loop, sandbox_loop = loops
+        for loop in loops:
+            os.sched_setaffinity(loop.pid, {0})
+        (group / "cgroup.procs").write_text(str(sandbox_loop.pid))
+        start = {loop.pid: cpu_seconds(loop.pid) for loop in loops}
+        time.sleep(1.5)
+        used = {loop.pid: cpu_seconds(loop.pid) - start[loop.pid] for loop in loops}
+        share = used[sandbox_loop.pid] / used[worker_loop.pid]
+        assert used[worker_loop.pid] > 0.3, used  # the core was not taken by something else
+        assert share < 0.5, used  # about 0.11 with the weight (1.35 s and 0.15 s), 1.04 without
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+        group.rmdir()
 
 
 def test_prepare_in_the_root_group_moves_nothing(tmp_path: Path) -> None:
