@@ -10,12 +10,13 @@ launch from Python, which every row holds).
 
 Part of a start's cost is paid after it, in kernel threads: a network namespace, for one, is
 freed by the kernel's `cleanup_net` worker. The children's rusage misses that, so each row is
-also timed by the machine's busy time (/proc/stat, every CPU, all but idle, iowait and steal)
-over a block of launches, and a pause after it for those threads. The rows take turns by block,
-so all see the same load; the script prints each row's figures per launch, and what each option
-adds (the full line less the line without it). The launches run outside the sandbox's cgroup and
-from the host's mount namespace, whose table holds about twenty mounts here, as the launch
-namespace's does (docs/sandbox.md, "Start-up cost"). Needs root and a C compiler.
+also timed by the machine's busy time (/proc/stat, every CPU, all but idle and iowait, as
+before_after.py counts it) over a block of launches, and a pause after it for those threads. The
+rows take turns by block, so all see the same load; the script prints each row's figures per
+launch, and what each option adds (the full line less the line without it). The launches run
+outside the sandbox's cgroup and from the host's mount namespace, whose table holds about twenty
+mounts here, as the launch namespace's does (docs/sandbox.md, "Start-up cost"). Needs root and a
+C compiler.
 
     .venv/bin/python benchmarks/bwrap_options.py [--blocks 12] [--per-block 40] [--write]
 """
@@ -35,24 +36,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from alternated import children_cpu
-from bench_figures import commit, host, load
+from bench_figures import busy_cpu_s, commit, host, load
 from isolation_cost import Sandbox
 from results_file import write_section
 
 from workflows.providers.local.local_provider import SANDBOX_DIRS, close_fds, seccomp_memfd
 
 TRUE = "/usr/bin/true"
-IDLE_FIELDS = (3, 4, 7)  # idle, iowait, steal: time the machine did not spend on us
 SETTLE_S = 0.2
 Argv = list[str]
-
-
-def busy_seconds() -> float:
-    """The machine's busy time so far, all CPUs (/proc/stat's first line)."""
-    with open("/proc/stat") as stat:
-        fields = [int(value) for value in stat.readline().split()[1:]]
-    busy = sum(value for index, value in enumerate(fields) if index not in IDLE_FIELDS)
-    return busy / os.sysconf("SC_CLK_TCK")
 
 
 def without(argv: Sequence[str], option: str, values: int) -> Argv:
@@ -135,7 +127,7 @@ def variants(full: Argv) -> dict[str, Argv]:
 def launch_block(argv: Argv, count: int, filter_fd: int | None) -> tuple[float, float, float]:
     """Wall, children's CPU and machine busy seconds of `count` launches of `argv`."""
     fds = [filter_fd] if filter_fd is not None and "--seccomp" in argv else []
-    wall, cpu, busy = time.perf_counter(), children_cpu(), busy_seconds()
+    wall, cpu, busy = time.perf_counter(), children_cpu(), busy_cpu_s()
     for _ in range(count):
         if fds:
             os.lseek(fds[0], 0, os.SEEK_SET)  # bubblewrap reads the filter from where it is
@@ -143,7 +135,7 @@ def launch_block(argv: Argv, count: int, filter_fd: int | None) -> tuple[float, 
                        pass_fds=fds)  # fmt: skip
     wall, cpu = time.perf_counter() - wall, children_cpu() - cpu
     time.sleep(SETTLE_S)  # the kernel threads' clean-up after the last launches, in this block
-    return wall, cpu, busy_seconds() - busy
+    return wall, cpu, busy_cpu_s() - busy
 
 
 Rows = dict[str, list[tuple[float, float, float]]]
