@@ -2,14 +2,16 @@
 
 Runs benchmarks/orchestration.py (`--skip-baseline`) with `--provider process` and then `local`,
 `--rounds` times, taking turns, each under `perf record -a` (every CPU, every process, 499 samples
-a second), and counts the samples by the command's name (`perf report --sort comm,dso`): a
-worker's Python, split into its interpreter (user space) and the kernel work of its system calls
-(mounts, cgroup folders, files), bubblewrap, the launcher, the runner, the agent's shell, the
-Temporal server, the kernel's worker threads and so on. Samples of the idle task are left out.
-Each command's samples over all rounds become milliseconds of CPU per cell, and the table ranks
-the commands by what `local` adds. A run's start-up (the dev server, the native programs' build)
-is in both columns alike. The figures are the sampler's, so they are as rough as a sample count:
-compare rows within one run. Needs root and `perf` (Debian: linux-perf).
+a second), and counts the samples by the command's name (`perf script`): the worker, bubblewrap,
+the launcher, the runner, the agent's shell, the Temporal server, the kernel's worker threads and
+so on; samples of the idle task are left out. The worker (the benchmark's own process: the Python
+process with the most samples) is split into its interpreter and libraries (user space) and the
+kernel work of its system calls (mounts, cgroup folders, files); other Python processes are one
+row (the `process` provider's spawner among them; `local`'s runs the system's `python3`). Each
+row's samples over all rounds become milliseconds of CPU per cell, and the table ranks the rows
+by what `local` adds. A run's start-up (the dev server, the native programs' build) is in both
+columns alike. The figures are the sampler's, so they are as rough as a sample count: compare
+rows within one run. Needs root and `perf` (Debian: linux-perf).
 
     .venv/bin/python benchmarks/cpu_by_command.py [--rounds 2] [--cases 50] [--tmpdir DIR]
         [--write]
@@ -40,29 +42,38 @@ SHOWN = 14  # rows of the table; the rest are summed in "other"
 Samples = collections.Counter[str]
 
 
-def command_name(comm: str, dso: str) -> str | None:
-    """The row a `perf report` sample belongs to: the command with its per-instance suffix left
-    off (`kworker/u8:3-events` and `kworker/0:1` are `kworker`; `runner-c35535df` is `runner`),
-    the worker's Python split by user and kernel space; None for the idle task."""
+def command_name(comm: str) -> str | None:
+    """The row of a command: its name without the per-instance suffix (`kworker/u8:3-events` and
+    `kworker/0:1` are `kworker`; `runner-c35535df` is `runner`); None for the idle task."""
     name = re.sub(r"[-:/].*", "", comm) or comm
-    if name == IDLE:
-        return None
-    if name == "python":
-        return "python, kernel" if dso == "[kernel.kallsyms]" else "python, user"
-    return name
+    return None if name == IDLE else name
 
 
-def parse_report(text: str) -> Samples:
-    """Samples per row from `perf report --sort comm,dso --stdio -q -n` lines
-    (`  27.62%  3109  python  libpython3.11.so.1.0`)."""
-    counted: Samples = collections.Counter()
+def parse_script(text: str) -> Samples:
+    """Samples per row from `perf script -F comm,pid,ip,dso` lines (`python 7059 7f5e3 (/usr/lib/
+    libpython3.11.so.1.0)`). The worker is the Python process with the most samples; its samples
+    are split by user and kernel space. Other Python processes (the `process` provider's spawner,
+    helpers) are `python, other`."""
+    by_process: collections.Counter[tuple[str, str, str]] = collections.Counter()
     for line in text.splitlines():
-        fields = line.split()
-        if len(fields) < 4 or not fields[0].endswith("%") or not fields[1].isdigit():
-            continue
-        name = command_name(fields[2], fields[3])
+        fields = line.rsplit(None, 3)
+        if len(fields) == 4 and fields[1].isdigit():
+            comm, pid, _, dso = fields
+            space = "kernel" if dso == "([kernel.kallsyms])" else "user"
+            by_process[comm.strip(), pid, space] += 1
+    pythons: Samples = collections.Counter()
+    for (comm, pid, _), count in by_process.items():
+        if comm == "python":
+            pythons[pid] += count
+    worker = pythons.most_common(1)[0][0] if pythons else None
+    counted: Samples = collections.Counter()
+    for (comm, pid, space), count in by_process.items():
+        if comm == "python":
+            name: str | None = f"python, worker, {space}" if pid == worker else "python, other"
+        else:
+            name = command_name(comm)
         if name is not None:
-            counted[name] += int(fields[1])
+            counted[name] += count
     return counted
 
 
@@ -77,10 +88,10 @@ def record(provider: str, cases: int, scratch: Path) -> Samples:
     stored = re.search(r"^stored results: (\d+) ", done.stdout, re.M)
     if stored is None or int(stored[1]) != cases * 20:
         raise SystemExit(f"{provider}: not every cell was stored:\n{done.stdout[-2000:]}")
-    report = ["perf", "report", "-i", str(data), "--sort", "comm,dso", "--stdio", "-q", "-n"]
-    text = subprocess.run(report, capture_output=True, text=True, check=True).stdout
+    script = ["perf", "script", "-i", str(data), "-F", "comm,pid,ip,dso"]
+    text = subprocess.run(script, capture_output=True, text=True, check=True).stdout
     data.unlink()
-    return parse_report(text)
+    return parse_script(text)
 
 
 def per_cell_ms(samples: int, cells: int) -> float:
@@ -112,7 +123,7 @@ def table_lines(counted: dict[str, Samples], cells: int, rounds: int, cases: int
 
 def summary_lines(process: Samples, local: Samples) -> list[str]:
     added = sum(local.values()) - sum(process.values())
-    worker = sum(local[n] - process[n] for n in ("python, user", "python, kernel"))
+    worker = sum(local[n] - process[n] for n in ("python, worker, user", "python, worker, kernel"))
     bubblewrap = local["bwrap"] - process["bwrap"]
     return [
         f"Of what `local` adds, bubblewrap is {bubblewrap / added:.2f} and the worker's own "

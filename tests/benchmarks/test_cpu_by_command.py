@@ -1,9 +1,10 @@
-"""benchmarks/cpu_by_command.py: samples are grouped by command as `perf report` prints them, and
+"""benchmarks/cpu_by_command.py: samples are grouped by command as `perf script` prints them, and
 the table and its summary are derived from the counts.
 
 Broken builds caught: a kernel worker or a runner counted once per instance name instead of under
-one row; the worker's Python not split by user and kernel space; the idle task counted as work;
-the total or the ranking taken from the wrong side; a summary over the wrong rows."""
+one row; the worker's Python not split by user and kernel space; a helper Python taken for the
+worker; the idle task counted as work; a command name with a space cut short; the total or the
+ranking taken from the wrong side; a summary over the wrong rows."""
 
 from __future__ import annotations
 
@@ -15,17 +16,20 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
-REPORT = """\
-# a comment line perf may print
-    37.44%         4000  swapper          [kernel.kallsyms]
-    27.62%         3109  python           libpython3.11.so.1.0
-     7.38%          831  python           [kernel.kallsyms]
-     2.24%          252  python           libc.so.6
-     1.00%          100  kworker/u8:3-ev  [kernel.kallsyms]
-     0.50%           50  kworker/0:1      [kernel.kallsyms]
-     2.44%          275  runner-c35535df  runner-c35535df
-    10.45%         1661  bwrap            [kernel.kallsyms]
-"""
+LIBPYTHON = "(/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0)"
+KERNEL = "([kernel.kallsyms])"
+SCRIPT = "\n".join(
+    [f"          python  7059      7f5e345d0ead {LIBPYTHON}"] * 5  # the worker: most samples
+    + [f"          python  7059  ffffffff815a6eb5 {KERNEL}"] * 2
+    + [f"          python  7080      7f5e345d0ead {LIBPYTHON}"] * 3  # a spawner
+    + [f"         swapper     0  ffffffff82240ddb {KERNEL}"] * 9
+    + [f" kworker/u8:3-ev   120  ffffffff815a6eb5 {KERNEL}"]
+    + [f"     kworker/0:1    14  ffffffff815a6eb5 {KERNEL}"]
+    + ["  runner-c35535df  8001            4011a0 (/srv/runner-c35535df)"] * 2
+    + [f"           bwrap  8002  ffffffff815a6eb5 {KERNEL}"] * 4
+    + ["  Web Content      8003            4011a0 (/usr/lib/firefox/libxul.so)"]
+    + ["# a line perf may print that is not a sample"]
+)
 
 
 @pytest.fixture
@@ -37,29 +41,30 @@ def cpu_by_command(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 
 def test_samples_are_grouped_by_command(cpu_by_command: ModuleType) -> None:
-    counted = cpu_by_command.parse_report(REPORT)
-    assert counted == {
-        "python, user": 3109 + 252,
-        "python, kernel": 831,
-        "kworker": 150,
-        "runner": 275,
-        "bwrap": 1661,
+    assert cpu_by_command.parse_script(SCRIPT) == {
+        "python, worker, user": 5,
+        "python, worker, kernel": 2,
+        "python, other": 3,
+        "kworker": 2,
+        "runner": 2,
+        "bwrap": 4,
+        "Web Content": 1,
     }
 
 
 def test_the_table_ranks_what_local_adds_and_sums_the_rest(cpu_by_command: ModuleType) -> None:
     process = collections.Counter(
-        {"python, user": 499, "python, kernel": 0, "temporal": 998, "bwrap": 499}
+        {"python, worker, user": 499, "python, worker, kernel": 0, "temporal": 998, "bwrap": 499}
     )
     local = collections.Counter(
-        {"python, user": 998, "python, kernel": 499, "temporal": 998, "bwrap": 1996}
+        {"python, worker, user": 998, "python, worker, kernel": 499, "temporal": 998, "bwrap": 1996}
     )
     local.update({f"tool{index}": 1 for index in range(20)})  # more rows than are shown
     lines = cpu_by_command.table_lines({"process": process, "local": local}, 1000, 2, 25)
     rows = [line for line in lines if line.startswith("| ") and "---" not in line][1:]
     assert rows[0] == "| bwrap | 1.00 | 4.00 | +3.00 |"  # 1,996 samples at 499 Hz, 1,000 cells
-    assert rows[1].startswith("| python, kernel | 0.00 | 1.00 |")
-    assert rows[2].startswith("| python, user | 1.00 | 2.00 |")
+    assert rows[1].startswith("| python, worker, kernel | 0.00 | 1.00 |")
+    assert rows[2].startswith("| python, worker, user | 1.00 | 2.00 |")
     assert rows[-1] == "| all | 4.00 | 9.04 | +5.04 |"
     assert rows[-2].startswith("| other | ")  # the tools not shown, and temporal (adds nothing)
     assert len(rows) == cpu_by_command.SHOWN + 2
