@@ -9,9 +9,9 @@ process with the most samples) is split into its interpreter and libraries (user
 kernel work of its system calls (mounts, cgroup folders, files); other Python processes are one
 row (the `process` provider's spawner among them; `local`'s runs the system's `python3`). Each
 row's samples over all rounds become milliseconds of CPU per cell, and the table ranks the rows
-by what `local` adds. A run's start-up (the dev server, the native programs' build) is in both
-columns alike. The figures are the sampler's, so they are as rough as a sample count: compare
-rows within one run. Needs root and `perf` (Debian: linux-perf).
+by how much `local` changes them. A run's start-up (the dev server, the native programs' build)
+is in both columns alike. The figures are the sampler's, so they are as rough as a sample count:
+compare rows within one run. Needs root and `perf` (Debian: linux-perf).
 
     .venv/bin/python benchmarks/cpu_by_command.py [--rounds 2] [--cases 50] [--tmpdir DIR]
         [--write]
@@ -101,7 +101,9 @@ def per_cell_ms(samples: int, cells: int) -> float:
 def table_lines(counted: dict[str, Samples], cells: int, rounds: int, cases: int) -> list[str]:
     process, local = counted["process"], counted["local"]
     folder = os.environ.get("TMPDIR", "/tmp")
-    names = sorted(set(process) | set(local), key=lambda name: (process[name] - local[name], name))
+    names = sorted(
+        set(process) | set(local), key=lambda name: (-abs(local[name] - process[name]), name)
+    )
     shown, rest = names[:SHOWN], names[SHOWN:]
     lines = [
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · {host()} · commit {commit()} "

@@ -52,10 +52,11 @@ def test_samples_are_grouped_by_command(cpu_by_command: ModuleType) -> None:
     }
 
 
-def test_the_table_ranks_what_local_adds_and_sums_the_rest(cpu_by_command: ModuleType) -> None:
+def test_the_table_ranks_what_local_changes_and_sums_the_rest(cpu_by_command: ModuleType) -> None:
     process = collections.Counter(
         {"python, worker, user": 499, "python, worker, kernel": 0, "temporal": 998, "bwrap": 499}
     )
+    process["python, other"] = 100  # a spawner `local` does not have: shown, as a decrease
     local = collections.Counter(
         {"python, worker, user": 998, "python, worker, kernel": 499, "temporal": 998, "bwrap": 1996}
     )
@@ -65,11 +66,12 @@ def test_the_table_ranks_what_local_adds_and_sums_the_rest(cpu_by_command: Modul
     assert rows[0] == "| bwrap | 1.00 | 4.00 | +3.00 |"  # 1,996 samples at 499 Hz, 1,000 cells
     assert rows[1].startswith("| python, worker, kernel | 0.00 | 1.00 |")
     assert rows[2].startswith("| python, worker, user | 1.00 | 2.00 |")
-    assert rows[-1] == "| all | 4.00 | 9.04 | +5.04 |"
+    assert rows[3] == "| python, other | 0.20 | 0.00 | -0.20 |"
+    assert rows[-1] == "| all | 4.20 | 9.04 | +4.84 |"
     assert rows[-2].startswith("| other | ")  # the tools not shown, and temporal (adds nothing)
     assert len(rows) == cpu_by_command.SHOWN + 2
     assert "2 rounds of 500 cells (25 cases" in lines[0]
     assert lines[-1] == (
-        "Of what `local` adds, bubblewrap is 0.60 and the worker's own Python (its interpreter "
-        "and its system calls) 0.40."
+        "Of what `local` adds, bubblewrap is 0.62 and the worker's own Python (its interpreter "
+        "and its system calls) 0.41."
     )
