@@ -37,6 +37,7 @@ from results_file import write_section
 ROOT = Path(__file__).resolve().parents[1]
 HZ = 499
 PROVIDERS = ("process", "local")
+CELLS_PER_CASE = 4 * 5  # orchestration.py's arms × trials
 IDLE = "swapper"
 SHOWN = 14  # rows of the table; the rest are summed in "other"
 Samples = collections.Counter[str]
@@ -86,7 +87,7 @@ def record(provider: str, cases: int, scratch: Path) -> Samples:
     if done.returncode != 0:
         raise SystemExit(f"{provider}: perf or orchestration.py failed:\n{done.stderr[-3000:]}")
     stored = re.search(r"^stored results: (\d+) ", done.stdout, re.M)
-    if stored is None or int(stored[1]) != cases * 20:
+    if stored is None or int(stored[1]) != cases * CELLS_PER_CASE:
         raise SystemExit(f"{provider}: not every cell was stored:\n{done.stdout[-2000:]}")
     script = ["perf", "script", "-i", str(data), "-F", "comm,pid,ip,dso"]
     text = subprocess.run(script, capture_output=True, text=True, check=True).stdout
@@ -98,8 +99,9 @@ def per_cell_ms(samples: int, cells: int) -> float:
     return 1000 * samples / HZ / cells
 
 
-def table_lines(counted: dict[str, Samples], cells: int, rounds: int, cases: int) -> list[str]:
+def table_lines(counted: dict[str, Samples], rounds: int, cases: int) -> list[str]:
     process, local = counted["process"], counted["local"]
+    cells = rounds * cases * CELLS_PER_CASE
     folder = os.environ.get("TMPDIR", "/tmp")
     names = sorted(
         set(process) | set(local), key=lambda name: (-abs(local[name] - process[name]), name)
@@ -146,7 +148,7 @@ def measure(rounds: int, cases: int) -> dict[str, Samples]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=2, help="runs of each provider")
-    parser.add_argument("--cases", type=int, default=50, help="cases (× 4 arms × 5 trials)")
+    parser.add_argument("--cases", type=int, default=50, help="cases (× 4 arms × 5 trials each)")
     parser.add_argument("--tmpdir", help="TMPDIR of every run (its sandboxes and state)")
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
     parser.add_argument("--section", default="cpu-by-command", help="the section --write sets")
@@ -156,7 +158,7 @@ def main() -> None:
     if args.tmpdir:
         os.environ["TMPDIR"] = args.tmpdir
     counted = measure(args.rounds, args.cases)
-    lines = table_lines(counted, args.rounds * args.cases * 20, args.rounds, args.cases)
+    lines = table_lines(counted, args.rounds, args.cases)
     print("\n".join(lines))
     if args.write:
         write_section(args.section, "\n".join(lines))

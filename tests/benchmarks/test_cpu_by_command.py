@@ -61,7 +61,7 @@ def test_the_table_ranks_what_local_changes_and_sums_the_rest(cpu_by_command: Mo
         {"python, worker, user": 998, "python, worker, kernel": 499, "temporal": 998, "bwrap": 1996}
     )
     local.update({f"tool{index}": 1 for index in range(20)})  # more rows than are shown
-    lines = cpu_by_command.table_lines({"process": process, "local": local}, 1000, 2, 25)
+    lines = cpu_by_command.table_lines({"process": process, "local": local}, 2, 25)
     rows = [line for line in lines if line.startswith("| ") and "---" not in line][1:]
     assert rows[0] == "| bwrap | 1.00 | 4.00 | +3.00 |"  # 1,996 samples at 499 Hz, 1,000 cells
     assert rows[1].startswith("| python, worker, kernel | 0.00 | 1.00 |")
