@@ -28,7 +28,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from alternated import children_cpu
 from bench_figures import busy_cpu_s, commit, host, load
-from isolation_cost import Sandbox
+from isolation_cost import Sandbox, sandbox_scratch
 from results_file import write_section
 
 from workflows.providers.local.local_provider import SANDBOX_DIRS, close_fds, seccomp_memfd
@@ -147,7 +146,6 @@ def measure(sandbox: Sandbox, blocks: int, per_block: int) -> Rows:
     rows = variants(command.argv([TRUE]))
     if filter_fd is None:  # no filter for this architecture: no row without it
         del rows["… without the seccomp filter"]
-        rows = {name: without(argv, "--seccomp", 1) for name, argv in rows.items()}
     timings: Rows = {name: [] for name in rows}
     try:
         for argv in rows.values():  # one launch each first: a line that fails stops here
@@ -157,7 +155,7 @@ def measure(sandbox: Sandbox, blocks: int, per_block: int) -> Rows:
                 wall, cpu, busy = launch_block(argv, per_block, filter_fd)
                 timings[name].append((wall / per_block, cpu / per_block, busy / per_block))
     finally:
-        close_fds(*([filter_fd] if filter_fd is not None else []))
+        close_fds(filter_fd)
     return timings
 
 
@@ -219,13 +217,8 @@ def main() -> None:
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("bwrap_options.py needs root (bubblewrap as root, a loop-mounted disk)")
-    with tempfile.TemporaryDirectory(prefix="bwrap-options-") as scratch:
-        os.chmod(scratch, 0o755)  # the sandbox uid must reach the runner and the folders
-        sandbox = Sandbox(Path(scratch))
-        try:
-            timings = measure(sandbox, args.blocks, args.per_block)
-        finally:
-            sandbox.close()
+    with sandbox_scratch("bwrap-options-") as scratch, Sandbox(scratch) as sandbox:
+        timings = measure(sandbox, args.blocks, args.per_block)
     lines = table_lines(timings, args.blocks, args.per_block)
     print("\n".join(lines))
     if args.write:

@@ -7,11 +7,12 @@ the launcher, the runner, the agent's shell, the Temporal server, the kernel's w
 so on; samples of the idle task are left out. The worker (the benchmark's own process: the Python
 process with the most samples) is split into its interpreter and libraries (user space) and the
 kernel work of its system calls (mounts, cgroup folders, files); other Python processes are one
-row (the `process` provider's spawner among them; `local`'s runs the system's `python3`). Each
-row's samples over all rounds become milliseconds of CPU per cell, and the table ranks the rows
-by how much `local` changes them. A run's start-up (the dev server, the native programs' build)
-is in both columns alike. The figures are the sampler's, so they are as rough as a sample count:
-compare rows within one run. Needs root and `perf` (Debian: linux-perf).
+row (the `process` provider's spawner among them; `local`'s runs the system's `python3`); the
+worker's threads with names of their own (the Temporal SDK core's `tokio-rt-worker`) are rows of
+their own. Each row's samples over all rounds become milliseconds of CPU per cell, and the table
+ranks the rows by how much `local` changes them. A run's start-up (the dev server, the native
+programs' build) is in both columns alike. The figures are the sampler's, so they are as rough as
+a sample count: compare rows within one run. Needs root and `perf` (Debian: linux-perf).
 
     .venv/bin/python benchmarks/cpu_by_command.py [--rounds 2] [--cases 50] [--tmpdir DIR]
         [--write]

@@ -88,6 +88,12 @@ class Sandbox:
     def close(self) -> None:
         asyncio.run(self.sandbox.terminate())
 
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
     def argv(self, kind: str, ready_fd: int, filter_fd: int | None) -> list[str]:
         if kind in self.runners:  # the provider binds and runs the runner it holds
             self.provider.runner = self.runners[kind]
@@ -124,6 +130,14 @@ class Sandbox:
 
 
 @contextlib.contextmanager
+def sandbox_scratch(prefix: str) -> Iterator[Path]:
+    """A temporary folder for a benchmark's sandbox, which the sandbox's uid can reach."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as scratch:
+        os.chmod(scratch, 0o755)  # the sandbox uid must reach the runner and the folders
+        yield Path(scratch)
+
+
+@contextlib.contextmanager
 def extra_disks(folder: Path, count: int) -> Iterator[None]:
     """`count` loop-mounted ext4 disks, copies of one formatted template, for the block."""
     template = folder / "template.ext4"
@@ -157,9 +171,8 @@ def measure(launches: int, extra: int, scratch: Path) -> tuple[Timings, dict[str
             cpus.append(cpu)
 
     (scratch / "disks").mkdir()
-    sandbox = Sandbox(scratch)
     as_is, more = "as is", f"+{extra} disks"
-    try:
+    with Sandbox(scratch) as sandbox:
         tables[as_is] = mount_count()
         # Mounting 128 disks takes seconds, so the two tables alternate by blocks of ten rounds.
         blocks = max(1, launches // 10)
@@ -174,8 +187,6 @@ def measure(launches: int, extra: int, scratch: Path) -> tuple[Timings, dict[str
                     for _ in range(launches // blocks):
                         one_round(table)
                 shutil.rmtree(scratch / "disks" / str(block))
-    finally:
-        sandbox.close()
     return timings, tables
 
 
@@ -229,9 +240,8 @@ def main() -> None:
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("isolation_cost.py needs root (bubblewrap as root, loop mounts)")
-    with tempfile.TemporaryDirectory(prefix="isolation-cost-") as scratch:
-        os.chmod(scratch, 0o755)  # the sandbox uid must reach the runner and the folders
-        timings, tables = measure(args.launches, args.extra_mounts, Path(scratch))
+    with sandbox_scratch("isolation-cost-") as scratch:
+        timings, tables = measure(args.launches, args.extra_mounts, scratch)
     lines = table_lines(timings, tables, args.launches)
     print("\n".join(lines))
     if args.write:

@@ -83,12 +83,9 @@ def test_summary_is_derived_from_the_rows(bwrap_options: ModuleType) -> None:
 )
 def test_a_short_run_launches_every_row(bwrap_options: ModuleType, tmp_path: Path) -> None:
     tmp_path.chmod(0o755)
-    sandbox = bwrap_options.Sandbox(tmp_path)
-    try:
+    with bwrap_options.Sandbox(tmp_path) as sandbox:
         measured = bwrap_options.measure(sandbox, 1, 2)
         made = list((tmp_path / "sandboxes").glob("isolation-cost*"))
-    finally:
-        sandbox.close()
     assert len(made) == 1
     assert len(measured) == len(bwrap_options.variants(FULL))
     assert all(len(blocks) == 1 for blocks in measured.values())

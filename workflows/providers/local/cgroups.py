@@ -35,6 +35,11 @@ TOP = "evalbot"  # the parent of the sandbox groups
 SANDBOXES_CPU_SHARES = 110
 
 
+def group_name(sandbox_id: str) -> str:
+    """A sandbox's group, under the sandboxes' parent, in every hierarchy (v1 and v2)."""
+    return f"{TOP}/{sandbox_id}"
+
+
 @dataclass(frozen=True)
 class CgroupUsage:
     cpu_seconds: float
@@ -69,7 +74,7 @@ def read_keyed(path: str, key: str) -> int:
 
 @dataclass(frozen=True)
 class CgroupSet:
-    name: str  # e.g. "evalbot/<sandbox id>"
+    name: str  # group_name(sandbox id): "evalbot/<sandbox id>"
     root: Path = CGROUP_ROOT
 
     def path(self, controller: str) -> Path:

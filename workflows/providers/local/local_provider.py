@@ -76,7 +76,7 @@ from workflows.providers.common.sandbox_layout import (
 from workflows.providers.common.settle import settled
 from workflows.providers.local import seccomp
 from workflows.providers.local.cgroup_backend import CgroupBackend, SandboxGroup, select_backend
-from workflows.providers.local.cgroups import CGROUP_ROOT, TOP, CgroupUsage
+from workflows.providers.local.cgroups import CGROUP_ROOT, CgroupUsage, group_name
 from workflows.providers.local.compiled_runner import compiled_runner, in_sandbox_path
 from workflows.providers.local.disk import (
     DiskTemplates,
@@ -152,7 +152,7 @@ class LocalSandbox(FolderSandbox):
         super().__init__(sandbox_id, layout, meta)
         self.provider = provider
         self.uid = int(meta["uid"])
-        self.cgroups: SandboxGroup = provider.backend.group(f"{TOP}/{sandbox_id}", self.uid)
+        self.cgroups: SandboxGroup = provider.backend.group(group_name(sandbox_id), self.uid)
         self.disk_image = provider.disk_dir / f"{sandbox_id}.ext4"
 
     def owner(self) -> tuple[int, int]:
@@ -608,7 +608,7 @@ class LocalProvider(SandboxProvider):
         except SandboxError:
             pass
         uid = await asyncio.to_thread(self.slots.uid_of, sandbox_id)
-        cgroups = self.backend.group(f"{TOP}/{sandbox_id}", uid)
+        cgroups = self.backend.group(group_name(sandbox_id), uid)
         await cgroups.kill_all()  # both do nothing for groups that are not there
         await cgroups.remove()
         image, mountpoint = self.disk_dir / f"{sandbox_id}.ext4", self.sandbox_dir / sandbox_id
@@ -687,7 +687,7 @@ class LocalProvider(SandboxProvider):
             await asyncio.to_thread(chown_tree, repo, uid, uid)
         os.chown(build_dir, uid, uid)
         write_etc(build_dir.parent / "etc", uid, uid)
-        cgroups = self.backend.group(f"evalbot/build-{secrets.token_hex(6)}")
+        cgroups = self.backend.group(group_name(f"build-{secrets.token_hex(6)}"))
         cgroups.create(self.build_limits)
         filter_fd = seccomp_memfd()
         try:
