@@ -1,5 +1,6 @@
-"""benchmarks/cpu_by_command.py: samples are grouped by command as `perf script` prints them, and
-the table and its summary are derived from the counts.
+"""benchmarks/cpu_by_command.py: samples are grouped by command as `perf script` prints them, the
+table and its summary are derived from the counts, and a short real run under perf finds what it
+should.
 
 Broken builds caught: a kernel worker or a runner counted once per instance name instead of under
 one row; the worker's Python not split by user and kernel space; a helper Python taken for the
@@ -9,6 +10,8 @@ ranking taken from the wrong side; a summary over the wrong rows."""
 from __future__ import annotations
 
 import collections
+import os
+import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -75,3 +78,19 @@ def test_the_table_ranks_what_local_changes_and_sums_the_rest(cpu_by_command: Mo
         "Of what `local` adds, bubblewrap is 0.62 and the worker's own Python (its interpreter "
         "and its system calls) 0.41."
     )
+
+
+@pytest.mark.serial  # samples the whole machine: no other test may run meanwhile
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("perf") or not shutil.which("bwrap"),
+    reason="needs root, perf and bubblewrap",
+)
+def test_a_short_real_run_finds_bubblewrap_only_in_local(cpu_by_command: ModuleType) -> None:
+    """One case on each provider under the real perf: the worker's rows on both sides, bubblewrap
+    only beside `local` (a parse that lost perf's fields, or a run of the wrong provider, fails)."""
+    counted = cpu_by_command.measure(rounds=1, cases=1)
+    process, local = counted["process"], counted["local"]
+    assert process["python, worker, user"] > 0 and local["python, worker, user"] > 0
+    assert process["python, worker, kernel"] > 0 and local["python, worker, kernel"] > 0
+    assert local["bwrap"] > 0 and process["bwrap"] == 0
+    assert "swapper" not in process and "swapper" not in local
