@@ -18,7 +18,7 @@ test: bootstrap lint typecheck actionlint results-check unit
 bootstrap: system-packages $(STAMP)
 
 # Debian packages the sandboxes (with a C compiler for the native runner, and musl to link it
-# static) and the store tests need;
+# static), the store tests and the benchmarks' tests (perf: cpu_by_command.py) need;
 # installed only when run as root and missing.
 system-packages:
 	@missing=""; \
@@ -29,6 +29,7 @@ system-packages:
 	command -v mkfs.xfs >/dev/null || missing="$$missing xfsprogs"; \
 	{ command -v cc >/dev/null && [ -e /usr/include/stdio.h ]; } || missing="$$missing gcc libc6-dev"; \
 	command -v musl-gcc >/dev/null || missing="$$missing musl-tools"; \
+	command -v perf >/dev/null || missing="$$missing linux-perf"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
