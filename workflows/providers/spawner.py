@@ -60,6 +60,7 @@ class RunnerSpawner:
         cgroup_procs: Sequence[Path] = (),
         pass_fds: Sequence[int] = (),
         namespace: tuple[int, Path] | None = None,
+        network: int | None = None,
         started: Callable[[int], None] | None = None,
     ) -> int:
         """Start `argv` detached, as `launch_detached` does (inside the cgroups of
@@ -67,9 +68,11 @@ class RunnerSpawner:
         `pass_fds` open at the same numbers; its pid. A child that fails before its exec says so
         in the log and exits. `namespace`: a launch mount namespace's descriptor and the folder
         whose mounts go with the command into it (launch.c; only the launcher uses it).
+        `network`: a network namespace's descriptor, which the command starts in (launch.c; only
+        the launcher joins one: a spawner without it refuses the request).
         `started`: called with the pid in the thread that asked, before this returns (the
         caller's record of it, without a hop of its own)."""
-        request = {
+        request: dict[str, object] = {
             "exec": list(argv),
             "env": dict(env),
             "log": str(log),
@@ -77,6 +80,9 @@ class RunnerSpawner:
             "fds": list(pass_fds),
         }
         fds = list(pass_fds)
+        if network is not None:
+            request["network"] = True
+            fds.append(network)
         if namespace is not None:
             request["attach"] = str(namespace[1])
             fds.append(namespace[0])

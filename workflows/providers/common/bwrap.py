@@ -1,7 +1,8 @@
 """The bubblewrap command line of a `local` sandbox (see docs/sandbox.md for the whole design).
 
 bwrap runs as root (so it can reach host folders whatever their parents' permissions) and builds
-the sandbox: fresh pid, ipc, uts, cgroup and (unless building) network namespaces; a new root
+the sandbox: fresh pid, ipc, uts, cgroup and network namespaces (or, for a sandbox's runner
+started by the launcher, the network namespace the launcher joined: network_pool.py); a new root
 holding only read-only system folders, a generated /etc/passwd, and the sandbox's own folders. The
 command inside is `setpriv`, which drops to the sandbox's unprivileged uid/gid, clears groups,
 capabilities and the bounding set, and sets no_new_privs before executing the real command; or,
@@ -174,7 +175,7 @@ class BwrapCommand:
     binds: Sequence[Bind]
     chdir: str
     tmp_mb: int
-    network: bool = False
+    joins_network: bool = False  # launched in a pooled network namespace (network_pool.py)
     as_pid_1: bool = False
     die_with_parent: bool = False
     seccomp_fd: int | None = None
@@ -185,7 +186,7 @@ class BwrapCommand:
     def argv(self, command: Sequence[str]) -> list[str]:
         args = ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup"]
         args += ["--hostname", "sandbox", "--new-session"]
-        if not self.network:
+        if not self.joins_network:
             args.append("--unshare-net")
         if self.as_pid_1:
             args.append("--as-pid-1")

@@ -1,7 +1,8 @@
 /* How the runner spawner starts a `local` sandbox's bubblewrap without forking itself:
  *
- *     launch [--namespace FD ATTACH] CGROUP_PROCS_FILE... -- COMMAND [ARG...]
+ *     launch [--network FD] [--namespace FD ATTACH] CGROUP_PROCS_FILE... -- COMMAND [ARG...]
  *     launch --hold-namespace SANDBOX_DIR KEEP...
+ *     launch --hold-network
  *
  * The spawner (runner.py --serve) starts this program with posix_spawn (no copy of its memory),
  * its output already appended to the sandbox's log and the descriptors bubblewrap needs already
@@ -23,15 +24,25 @@
  * of a bind in the command (bubblewrap's --bind, --ro-bind, --dev-bind and their -try forms) is
  * the same file there as on the host. Where anything differs or fails, it says so in one line
  * and executes the command in the host's namespace, as before: a stale or missing namespace
- * costs time, never what a sandbox sees. */
+ * costs time, never what a sandbox sees.
+ *
+ * A network namespace a pool keeps (network_pool.py; docs/sandbox.md, "A network namespace per
+ * sandbox, reused"). `--hold-network` makes a network namespace with its loopback up, prints
+ * "ready" and waits for EOF while the provider opens /proc/PID/ns/net. `--network FD` joins that
+ * namespace after the cgroups, before the command starts; the command (bubblewrap) then makes no
+ * network namespace of its own. A namespace it cannot join is one line in the log and exit status
+ * 70: nothing starts with the host's network. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -56,8 +67,9 @@
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
 #endif
 
-static const char USAGE[] = "usage: launch [--namespace FD ATTACH] CGROUP_PROCS_FILE... -- COMMAND "
-                            "[ARG...]\n       launch --hold-namespace SANDBOX_DIR KEEP...\n";
+static const char USAGE[] = "usage: launch [--network FD] [--namespace FD ATTACH] CGROUP_PROCS_FILE... "
+                            "-- COMMAND [ARG...]\n       launch --hold-namespace SANDBOX_DIR KEEP...\n"
+                            "       launch --hold-network\n";
 
 static int join(const char *procs_file) {
     char pid[24];
@@ -135,6 +147,16 @@ static int mount_points(char **points, int room) {
     return count;
 }
 
+/* Says "ready" and keeps this process (and its namespaces) until EOF on stdin. */
+static int held_until_eof(void) {
+    fputs("ready\n", stdout);
+    fflush(stdout);
+    char byte;
+    while (read(0, &byte, 1) > 0) {
+    }
+    return 0;
+}
+
 static int hold_namespace(int count, char **folders) {
     static char *points[MAX_MOUNTS];
     if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
@@ -150,12 +172,35 @@ static int hold_namespace(int count, char **folders) {
         if (!kept(points[i], count, folders) && umount2(points[i], MNT_DETACH) != 0 &&
             errno != EINVAL && errno != ENOENT)
             fprintf(stderr, "launch: %s stays in the namespace: %s\n", points[i], strerror(errno));
-    fputs("ready\n", stdout);
-    fflush(stdout);
-    char byte;
-    while (read(0, &byte, 1) > 0) {
+    return held_until_eof();
+}
+
+/* -- a network namespace a pool keeps ---------------------------------------------------------- */
+
+static int loopback_up(void) {
+    int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (sock < 0)
+        return -1;
+    struct ifreq request;
+    memset(&request, 0, sizeof request);
+    strncpy(request.ifr_name, "lo", IFNAMSIZ - 1);
+    int result = ioctl(sock, SIOCGIFFLAGS, &request);
+    if (result == 0) {
+        request.ifr_flags |= IFF_UP;
+        result = ioctl(sock, SIOCSIFFLAGS, &request);
     }
-    return 0;
+    int saved = errno;
+    close(sock);
+    errno = saved;
+    return result;
+}
+
+static int hold_network(void) {
+    if (unshare(CLONE_NEWNET) != 0 || loopback_up() != 0) {
+        fprintf(stderr, "launch: no network namespace with a loopback: %s\n", strerror(errno));
+        return EXIT_FAILED;
+    }
+    return held_until_eof();
 }
 
 /* -- a launch in a copy of it ------------------------------------------------------------------ */
@@ -251,13 +296,23 @@ static int enter(int held, const char *attach, char **command) {
 int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "--hold-namespace") == 0)
         return hold_namespace(argc - 2, argv + 2);
-    int first = 1, held = -1;
+    if (argc == 2 && strcmp(argv[1], "--hold-network") == 0)
+        return hold_network();
+    int first = 1, held = -1, network = -1;
     const char *attach = NULL;
-    if (argc > 3 && strcmp(argv[1], "--namespace") == 0) {
-        held = atoi(argv[2]);
-        attach = argv[3];
-        first = 4;
-        fcntl(held, F_SETFD, FD_CLOEXEC); /* never the command's */
+    for (;;) {
+        if (first + 1 < argc && strcmp(argv[first], "--network") == 0) {
+            network = atoi(argv[first + 1]);
+            fcntl(network, F_SETFD, FD_CLOEXEC); /* never the command's */
+            first += 2;
+        } else if (first + 2 < argc && strcmp(argv[first], "--namespace") == 0) {
+            held = atoi(argv[first + 1]);
+            attach = argv[first + 2];
+            fcntl(held, F_SETFD, FD_CLOEXEC);
+            first += 3;
+        } else {
+            break;
+        }
     }
     int separator = first;
     while (separator < argc && strcmp(argv[separator], "--") != 0)
@@ -271,6 +326,14 @@ int main(int argc, char **argv) {
             fprintf(stderr, "runner spawner: %s: %s\n", argv[i], strerror(errno));
             return EXIT_FAILED;
         }
+    }
+    if (network >= 0) {
+        if (setns(network, CLONE_NEWNET) != 0) {
+            fprintf(stderr, "launch: could not join the sandbox's network namespace: %s\n",
+                    strerror(errno));
+            return EXIT_FAILED;
+        }
+        close(network);
     }
     if (attach != NULL) {
         enter(held, attach, argv + separator + 1);

@@ -692,6 +692,18 @@ def held_namespace(request: dict[str, Any], fds: list[int]) -> tuple[list[int], 
     return fds[:-1], fds[-1]
 
 
+def held_network(request: dict[str, Any], fds: list[int]) -> tuple[list[int], int | None]:
+    """An exec request with "network" true carries the network namespace the command starts in
+    (network_pool.py) after the others, before the launch namespace (`held_namespace` takes that
+    first): (the others, it), made close-on-exec first."""
+    if not request.get("network"):
+        return fds, None
+    if not fds:
+        raise ValueError("a request naming network carries its namespace")
+    os.set_inheritable(fds[-1], False)
+    return fds[:-1], fds[-1]
+
+
 def spawn_launched(launcher: str, request: dict[str, Any], fds: list[int]) -> int:
     """An exec request (see `fork_exec`) carried out by `launcher`, started with posix_spawn:
     no copy of this process's memory, where a fork copied every page either side wrote before
@@ -699,6 +711,7 @@ def spawn_launched(launcher: str, request: dict[str, Any], fds: list[int]) -> in
     stdout and stderr appended to the log, the attached descriptors at their numbers and nothing
     else open; it joins the groups and executes argv (launch.c)."""
     fds, held = held_namespace(request, fds)
+    fds, network = held_network(request, fds)
     argv, targets = exec_request(request, fds)
     procs = [str(path) for path in request["cgroup_procs"]]
     moved = copies_above(fds, targets)
@@ -707,9 +720,14 @@ def spawn_launched(launcher: str, request: dict[str, Any], fds: list[int]) -> in
     log_flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
     options: list[str] = []
     actions: list[tuple[Any, ...]] = []
-    if held is not None:  # at a number no other action touches
-        number = max([*moved, *targets, held]) + 1
-        options = ["--namespace", str(number), str(request["attach"])]
+    number = max([*moved, *targets, *(fd for fd in (held, network) if fd is not None)], default=2)
+    if network is not None:  # at numbers no other action touches
+        number += 1
+        options += ["--network", str(number)]
+        actions.append((os.POSIX_SPAWN_DUP2, network, number))
+    if held is not None:
+        number += 1
+        options += ["--namespace", str(number), str(request["attach"])]
         actions.append((os.POSIX_SPAWN_DUP2, held, number))
     actions += [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
@@ -737,6 +755,8 @@ def fork_exec(request: dict[str, Any], fds: list[int], channel: Any) -> int:
     `argv`) after detaching as `fork_runner`'s runners do, puts the attached file descriptors at
     the numbers in "fds" (the numbers `argv` names) and executes `argv` (the `local` provider's
     bubblewrap). A failure in the child is written to the log, and it exits without executing."""
+    if request.get("network"):  # never a sandbox with the host's network instead
+        raise ValueError("only the launcher (launch.c) starts a command in a network namespace")
     fds, _ = held_namespace(request, fds)  # only the launcher uses it
     argv, targets = exec_request(request, fds)
     env, procs = request_env(request), [str(path) for path in request["cgroup_procs"]]

@@ -20,13 +20,13 @@ from __future__ import annotations
 import logging
 import os
 import re
-import subprocess
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from workflows.file_systems import within
+from workflows.providers.local.namespace_holder import held_namespace
 
 log = logging.getLogger(__name__)
 
@@ -95,31 +95,8 @@ class LaunchNamespace:
         self._held = made
 
     def _made(self) -> int | None:
-        """A holder's namespace, held by a descriptor once the holder has exited."""
-        try:
-            holder = subprocess.Popen(
-                self._holder,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd="/",
-            )
-        except OSError as error:
-            log.warning("evalbot: sandboxes start in the host's mount namespace (%s)", error)
-            return None
-        assert holder.stdin is not None and holder.stdout is not None and holder.stderr is not None
-        made = None
-        try:
-            if holder.stdout.readline() == b"ready\n":  # it waits for EOF on stdin meanwhile
-                made = os.open(f"/proc/{holder.pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
-        finally:
-            holder.stdin.close()
-            said = holder.stderr.read().decode(errors="replace").strip()
-            holder.wait()
-            holder.stdout.close()
-            holder.stderr.close()
+        made, why = held_namespace(self._holder, "mnt")
         if made is None:
-            why = said or f"exit {holder.returncode}"
             log.warning("evalbot: sandboxes start in the host's mount namespace (%s)", why)
         return made
 

@@ -89,6 +89,7 @@ from workflows.providers.local.disk import (
 )
 from workflows.providers.local.launch_namespace import LaunchNamespace
 from workflows.providers.local.native_disk import NativeDisk, native_disk
+from workflows.providers.local.network_pool import NetworkPool
 from workflows.providers.local.no_cgroups import NoCgroupBackend, looks_out_of_memory, rlimit_prefix
 from workflows.providers.local.slots import HOST_UID_DIR, UidSlots
 from workflows.providers.local.stage_timer import StageTimer, timed
@@ -195,14 +196,19 @@ class LocalSandbox(FolderSandbox):
             **options,
         )
 
-    def start_argv(self, command: str, ready_fd: int, filter_fd: int | None) -> list[str]:
+    def start_argv(
+        self, command: str, ready_fd: int, filter_fd: int | None, joins_network: bool = False
+    ) -> list[str]:
         """The runner in its sandbox: bubblewrap as pid 1's parent, the runner dropping to the
-        sandbox's uid itself."""
+        sandbox's uid itself. `joins_network`: the launcher starts bubblewrap in a pooled
+        network namespace (network_pool.py), so bubblewrap makes none."""
         limits = self.limits
         runner = runner_command(
             self.provider.runner, limits, command, ready_fd, limits.wall_timeout_s, self.uid
         )
-        bwrap = self.bwrap(as_pid_1=True, seccomp_fd=filter_fd, drops_itself=True)
+        bwrap = self.bwrap(
+            as_pid_1=True, seccomp_fd=filter_fd, drops_itself=True, joins_network=joins_network
+        )
         return bwrap.argv(self.provider.rlimits(limits) + runner)
 
     def require_alive(self) -> None:
@@ -216,9 +222,10 @@ class LocalSandbox(FolderSandbox):
         if self.allow_domains:
             await self.start_egress()
             command = egress.wrap_command(command)
+        network = await self.provider.network_for(self.id)
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         filter_fd = seccomp_memfd()
-        argv = self.start_argv(command, write_fd, filter_fd)
+        argv = self.start_argv(command, write_fd, filter_fd, joins_network=network is not None)
         timer = self.provider.timer
         held = None
         try:
@@ -231,13 +238,14 @@ class LocalSandbox(FolderSandbox):
                     cgroup_procs=self.cgroups.procs_files(),
                     pass_fds=[fd for fd in (write_fd, filter_fd) if fd is not None],
                     namespace=None if held is None else (held, self.layout.root),
+                    network=network,
                     started=self.record_started,
                 )
         except BaseException:
             close_fds(read_fd)
             raise
         finally:
-            close_fds(write_fd, filter_fd, held)
+            close_fds(write_fd, filter_fd, held, network)
         with timed(timer, "start: runner ready"):
             ready = await wait_ready(read_fd, self.provider.start_timeout_s)
         if not ready:
@@ -335,6 +343,8 @@ class LocalSandbox(FolderSandbox):
             raise SandboxError(f"could not terminate sandbox {self.id}: {error.strerror}") from None
         with timed(timer, "teardown: uid release"):
             self.provider.slots.release(self.uid, self.id)
+        if self.provider.networks is not None:  # on the same evidence: every process is dead
+            self.provider.networks.release(self.id)
 
 
 class LocalProvider(SandboxProvider):
@@ -398,11 +408,14 @@ class LocalProvider(SandboxProvider):
         # bubblewrap forked by a small helper, not by the (large) worker through a shell
         self.spawner = RunnerSpawner(SANDBOX_PYTHON)
         self.launch_namespace: LaunchNamespace | None = None  # with the launcher (launch.c)
+        self.networks: NetworkPool | None = None  # with the launcher too
 
     def close(self) -> None:
         self.spawner.close()
         if self.launch_namespace is not None:
             self.launch_namespace.close()
+        if self.networks is not None:
+            self.networks.close()
 
     @property
     def backend(self) -> CgroupBackend:
@@ -441,8 +454,17 @@ class LocalProvider(SandboxProvider):
         if self.spawner.launcher is not None:
             keep = [*host_folders(), self.images.image_dir]
             self.launch_namespace = LaunchNamespace(self.spawner.launcher, self.sandbox_dir, keep)
+            self.networks = NetworkPool(self.spawner.launcher, self._torn_down)
         self.etc_base = self._shared_etc()
         self._host_checked = True
+
+    async def network_for(self, sandbox_id: str) -> int | None:
+        """A descriptor of the sandbox's pooled network namespace, or None: bubblewrap makes one."""
+        return None if self.networks is None else await self.networks.claim(sandbox_id)
+
+    def _torn_down(self, sandbox_id: str) -> bool:
+        """Teardown removes a sandbox's folder only after it killed every process in it."""
+        return not (self.sandbox_dir / sandbox_id).exists()
 
     def launch_namespace_copy(self) -> int | None:
         """A descriptor of the mount namespace sandboxes start from, or None: the host's."""
