@@ -28,12 +28,12 @@ pytestmark = [
 
 PORT = 47823
 LISTEN = (
-    "python3 -c \"import socket, time; s = socket.socket(); "
+    'python3 -c "import socket, time; s = socket.socket(); '
     f"s.bind(('127.0.0.1', {PORT})); s.listen(); open('/out/up', 'w').write('up'); "
     'time.sleep(60)"'
 )
 CONNECT = (
-    "python3 -c \"import socket; s = socket.socket(); "
+    'python3 -c "import socket; s = socket.socket(); '
     f"print(s.connect_ex(('127.0.0.1', {PORT})))\" > /out/connect.txt"
 )
 

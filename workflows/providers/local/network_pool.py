@@ -54,13 +54,19 @@ class NetworkPool:
 
     def _claim_slowly(self, sandbox_id: str) -> int | None:
         with self._lock:
-            held = self._serving.get(sandbox_id)
-            if held is None:
+            if sandbox_id not in self._serving:
                 self._take_back_gone()
-                held = self._idle.pop() if self._idle else self._made()
-            if held is None:
-                return None
-            self._serving[sandbox_id] = held
+                if self._idle:
+                    self._serving[sandbox_id] = self._idle.pop()
+            if sandbox_id in self._serving:
+                return os.dup(self._serving[sandbox_id])
+        made = self._made()  # outside the lock: a holder takes milliseconds
+        if made is None:
+            return None
+        with self._lock:
+            held = self._serving.setdefault(sandbox_id, made)
+            if held != made:  # a claim for the same sandbox got there first
+                self._idle.append(made)
             return os.dup(held)
 
     def _take_back_gone(self) -> None:
