@@ -83,6 +83,23 @@ async def test_a_copy_is_the_template_byte_for_byte_and_stays_sparse(tmp_path: P
     assert [p.name for p in template.parent.iterdir()] == [template.name]  # one, no leftovers
 
 
+async def test_a_template_holds_no_journal_and_nothing_reserved_for_growing(
+    tmp_path: Path,
+) -> None:
+    """What each sandbox's copy carries: a disk the size of a default sandbox's, in which the
+    blocks ext4 reserves for growing online (resize_inode) would be most of the data."""
+    templates = DiskTemplates(tmp_path / "templates")
+    template = await templates.template(1055)
+    told = await asyncio.create_subprocess_exec(
+        "dumpe2fs", "-h", str(template), stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    header = (await told.communicate())[0].decode()
+    features = next(line for line in header.splitlines() if line.startswith("Filesystem features"))
+    assert "resize_inode" not in features and "has_journal" not in features
+    assert template.stat().st_blocks * 512 < 256 << 10  # about 76 KiB; 604 KiB with resize_inode
+
+
 @pytest.mark.parametrize("way", ["native", "python"])
 @pytest.mark.parametrize("kernel", ["loop_configure", "before_5_8"])
 async def test_a_disk_mounts_caps_and_leaves_no_loop_device(
