@@ -15,6 +15,7 @@ import pytest
 
 from tests.workflows.providers.kits import Kit, run_to_end
 from workflows.providers.base import SandboxError
+from workflows.providers.common.folder import FolderSandbox
 from workflows.providers.common.native_runner import find_compiler
 from workflows.providers.local import LocalProvider
 from workflows.providers.local.network_pool import NetworkPool
@@ -46,16 +47,16 @@ def descriptor_namespace(fd: int) -> str:
     return os.readlink(f"/proc/self/fd/{fd}")
 
 
-async def runner_namespace(sandbox: object) -> str:
-    runner = await sandbox.known_runner()  # type: ignore[attr-defined]
+async def runner_namespace(sandbox: FolderSandbox) -> str:
+    runner = await sandbox.known_runner()
     assert runner is not None
     return namespace_of(str(runner["pid"]))
 
 
-async def wait_for(sandbox: object, path: str) -> None:
+async def wait_for(sandbox: FolderSandbox, path: str) -> None:
     for _ in range(200):
         try:
-            await sandbox.read_file(path)  # type: ignore[attr-defined]
+            await sandbox.read_file(path)
             return
         except (SandboxError, FileNotFoundError, OSError):
             await asyncio.sleep(0.05)
@@ -65,6 +66,7 @@ async def wait_for(sandbox: object, path: str) -> None:
 async def connect_result(local_kit: Kit) -> tuple[str, str]:
     """(what connecting to PORT gave inside a new sandbox, its namespace)."""
     sandbox = await local_kit.provider.create(local_kit.spec())
+    assert isinstance(sandbox, FolderSandbox)
     try:
         await sandbox.start(f"{CONNECT}; sleep 30")
         await wait_for(sandbox, "/out/connect.txt")
@@ -99,6 +101,7 @@ async def test_live_sandboxes_never_share_and_the_next_finds_nothing_left(local_
     provider.check_host()
     assert provider.networks is not None
     listener = await provider.create(local_kit.spec())
+    assert isinstance(listener, FolderSandbox)
     try:
         await listener.start(LISTEN)
         await wait_for(listener, "/out/up")

@@ -681,25 +681,17 @@ def exec_request(request: dict[str, Any], fds: list[int]) -> tuple[list[str], li
     return argv, targets
 
 
-def held_namespace(request: dict[str, Any], fds: list[int]) -> tuple[list[int], int | None]:
-    """An exec request naming "attach" carries the launch mount namespace (launch.c) as its last
-    descriptor: (the others, it), made close-on-exec first so that no command inherits it."""
-    if not request.get("attach"):
+def carried_namespace(
+    request: dict[str, Any], fds: list[int], key: str
+) -> tuple[list[int], int | None]:
+    """An exec request naming `key` carries that namespace's descriptor after the others: the
+    network namespace the command starts in ("network", network_pool.py), then the launch mount
+    namespace ("attach", launch.c), taken in that order from the end. (The others, it), made
+    close-on-exec first so that no command inherits it."""
+    if not request.get(key):
         return fds, None
     if not fds:
-        raise ValueError("a request naming attach carries the launch namespace last")
-    os.set_inheritable(fds[-1], False)
-    return fds[:-1], fds[-1]
-
-
-def held_network(request: dict[str, Any], fds: list[int]) -> tuple[list[int], int | None]:
-    """An exec request with "network" true carries the network namespace the command starts in
-    (network_pool.py) after the others, before the launch namespace (`held_namespace` takes that
-    first): (the others, it), made close-on-exec first."""
-    if not request.get("network"):
-        return fds, None
-    if not fds:
-        raise ValueError("a request naming network carries its namespace")
+        raise ValueError(f"a request naming {key} carries its namespace")
     os.set_inheritable(fds[-1], False)
     return fds[:-1], fds[-1]
 
@@ -710,8 +702,8 @@ def spawn_launched(launcher: str, request: dict[str, Any], fds: list[int]) -> in
     the child's exec. The launcher starts in a session of its own, in /, with stdin /dev/null,
     stdout and stderr appended to the log, the attached descriptors at their numbers and nothing
     else open; it joins the groups and executes argv (launch.c)."""
-    fds, held = held_namespace(request, fds)
-    fds, network = held_network(request, fds)
+    fds, held = carried_namespace(request, fds, "attach")
+    fds, network = carried_namespace(request, fds, "network")
     argv, targets = exec_request(request, fds)
     procs = [str(path) for path in request["cgroup_procs"]]
     moved = copies_above(fds, targets)
@@ -757,7 +749,7 @@ def fork_exec(request: dict[str, Any], fds: list[int], channel: Any) -> int:
     bubblewrap). A failure in the child is written to the log, and it exits without executing."""
     if request.get("network"):  # never a sandbox with the host's network instead
         raise ValueError("only the launcher (launch.c) starts a command in a network namespace")
-    fds, _ = held_namespace(request, fds)  # only the launcher uses it
+    fds, _ = carried_namespace(request, fds, "attach")  # only the launcher uses it
     argv, targets = exec_request(request, fds)
     env, procs = request_env(request), [str(path) for path in request["cgroup_procs"]]
     pid, log = fork_logging(request["log"])

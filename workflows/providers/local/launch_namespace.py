@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from workflows.file_systems import within
-from workflows.providers.local.namespace_holder import held_namespace
+from workflows.providers.local.namespace_holder import namespace_from_holder
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class LaunchNamespace:
         self._held = made
 
     def _made(self) -> int | None:
-        made, why = held_namespace(self._holder, "mnt")
+        made, why = namespace_from_holder(self._holder, "mnt")
         if made is None:
             log.warning("evalbot: sandboxes start in the host's mount namespace (%s)", why)
         return made

@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Sequence
 
 
-def held_namespace(holder: Sequence[str], kind: str) -> tuple[int | None, str]:
+def namespace_from_holder(holder: Sequence[str], kind: str) -> tuple[int | None, str]:
     """Start `holder`, wait for its "ready" line, open /proc/PID/ns/`kind` (mnt, net) and let it
     exit: (the descriptor, close-on-exec, "") or (None, why not)."""
     try:

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from workflows.providers.local.namespace_holder import held_namespace
+from workflows.providers.local.namespace_holder import namespace_from_holder
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class NetworkPool:
     def _made(self) -> int | None:
         if self._failed:
             return None
-        made, why = held_namespace(self._holder, "net")
+        made, why = namespace_from_holder(self._holder, "net")
         if made is None:
             self._failed = True
             log.warning("evalbot: each sandbox makes its own network namespace (%s)", why)
