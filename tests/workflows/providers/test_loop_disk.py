@@ -124,7 +124,7 @@ async def test_a_disk_mounts_caps_and_leaves_no_loop_device(
         with pytest.raises(OSError):  # ENOSPC at the cap
             (mountpoint / "fill").write_bytes(b"x" * (32 << 20))
         options = next(found for point, found in mounts() if point == str(mountpoint))
-        assert {"nosuid", "nodev", "noatime"} <= set(options.split(","))
+        assert {"nosuid", "nodev", "noatime", "nobarrier"} <= set(options.split(","))
         assert oct(mountpoint.stat().st_mode & 0o777) == "0o755"
     finally:
         await remove_disk(image, mountpoint, native=native)

@@ -247,7 +247,7 @@ def _mount(image: Path, mountpoint: Path) -> None:
 
 
 def _mount_with_process(image: Path, mountpoint: Path) -> None:
-    options = "loop,nosuid,nodev,noatime"
+    options = "loop,nosuid,nodev,noatime,nobarrier"  # loop_mount.py: why nobarrier
     argv = [_tool("mount"), "-t", "ext4", "-o", options, str(image), str(mountpoint)]
     done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False)
     if done.returncode != 0:
