@@ -18,6 +18,7 @@ from workflows.providers.base import SandboxError
 from workflows.providers.common.folder import FolderSandbox
 from workflows.providers.common.native_runner import find_compiler
 from workflows.providers.local import LocalProvider
+from workflows.providers.local.local_provider import LocalSandbox
 from workflows.providers.local.network_pool import NetworkPool
 from workflows.providers.spawner import RunnerSpawner
 
@@ -192,3 +193,30 @@ async def test_a_spawner_without_the_launcher_refuses_a_network(
         pool.close()
     await asyncio.sleep(0.2)
     assert not marker.exists()
+
+
+async def test_a_teardown_whose_kill_fails_keeps_the_namespace_from_others(
+    local_kit: Kit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The namespace goes back to the pool on the kill's evidence only: a teardown that could not
+    kill every process gives it to no other sandbox."""
+    provider = local_kit.provider
+    assert isinstance(provider, LocalProvider)
+    provider.check_host()
+    assert provider.networks is not None
+    sandbox = await provider.create(local_kit.spec())
+    assert isinstance(sandbox, LocalSandbox)
+    await sandbox.start("sleep 30")
+    idle_before, _ = provider.networks.sizes
+
+    async def would_not_die(self: object, timeout_s: float = 10.0) -> bool:
+        return False
+
+    monkeypatch.setattr(type(sandbox.cgroups), "kill_all", would_not_die)
+    with pytest.raises(SandboxError, match="would not die"):
+        await sandbox.terminate()
+    idle_after_failure, _ = provider.networks.sizes
+    monkeypatch.undo()
+    await sandbox.terminate()
+    assert idle_after_failure == idle_before
+    assert provider.networks.sizes[0] == idle_before + 1

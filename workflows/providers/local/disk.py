@@ -27,6 +27,7 @@ from pathlib import Path
 from workflows.process_owned import reap_partial, staging_path
 from workflows.providers.base import SandboxCreateError, SandboxError
 from workflows.providers.local.loop_mount import (
+    MOUNT_DATA,
     NO_LOOP_CONFIGURE,
     LoopConfigureUnsupported,
     mount_image,
@@ -247,7 +248,7 @@ def _mount(image: Path, mountpoint: Path) -> None:
 
 
 def _mount_with_process(image: Path, mountpoint: Path) -> None:
-    options = "loop,nosuid,nodev,noatime,nobarrier"  # loop_mount.py: why nobarrier
+    options = f"loop,nosuid,nodev,noatime,{MOUNT_DATA.decode()}"  # loop_mount.py: why
     argv = [_tool("mount"), "-t", "ext4", "-o", options, str(image), str(mountpoint)]
     done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False)
     if done.returncode != 0:

@@ -1,9 +1,9 @@
 """Network namespaces for `local` sandboxes, each serving one sandbox at a time and reused after it
 (docs/sandbox.md, "A network namespace per sandbox, reused").
 
-A network namespace costs the kernel about as much to make and to clean up as the rest of a
-bubblewrap start's namespaces together (benchmarks/RESULTS.md, "cpu-by-command"), most of it in a
-kernel thread after the sandbox is gone. So the provider keeps the namespaces it made: a holder
+A network namespace was the dearest kernel part of a bubblewrap start, half of it paid in a
+kernel thread after the sandbox is gone (a profile by hand, docs/sandbox.md, "A network namespace
+per sandbox, reused"). So the provider keeps the namespaces it made: a holder
 (`launch --hold-network`) makes one with its loopback up, this pool keeps a descriptor of it, and
 the launcher joins it before it executes bubblewrap, which then makes no network namespace of its
 own. A namespace serves one sandbox from its start until its teardown has killed every process
